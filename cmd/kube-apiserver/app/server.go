@@ -1,0 +1,114 @@
+// Package app builds Portcullis's kube-apiserver command: stock kube-apiserver's options,
+// flags, help and run loop, from upstream's exported packages, with this distribution's
+// admission plugins installed before any flag is defined.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/server/flagz"
+	"k8s.io/client-go/rest"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	upstreamapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+
+	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+)
+
+// The description stock kube-apiserver prints in --help; kept word for word so the
+// drop-in's help reads the same.
+const longDescription = `The Kubernetes API server validates and configures data
+for the api objects which include pods, services, replicationcontrollers, and
+others. The API Server services REST operations and provides the frontend to the
+cluster's shared state through which all other components interact.`
+
+// NewServerRunOptions returns stock kube-apiserver's options with Portcullis's admission
+// plugins installed: registered, ordered and default-off.
+func NewServerRunOptions() (*options.ServerRunOptions, error) {
+	s := options.NewServerRunOptions()
+	if err := portcullisadmission.Install(s.Admission); err != nil {
+		return nil, fmt.Errorf("installing Portcullis admission plugins: %w", err)
+	}
+	return s, nil
+}
+
+// NewAPIServerCommand returns the kube-apiserver command. The server runs until ctx ends;
+// main passes the process's signal context, so the command itself touches no process-wide
+// state and can be built and run more than once in a process.
+func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
+	s, err := NewServerRunOptions()
+	if err != nil {
+		return nil, err
+	}
+	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+
+	cmd := &cobra.Command{
+		Use:  "kube-apiserver",
+		Long: longDescription,
+		// An error is not a usage problem: print the error, not the whole usage.
+		SilenceUsage: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+				return err
+			}
+			// As stock: the server's loopback clients must not log the warnings they cause.
+			rest.SetDefaultWarningHandler(rest.NoWarnings{})
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			// Logging first, so that the flags are printed with the final configuration.
+			if err := logsapi.ValidateAndApply(s.Logs, featureGate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+
+			completed, err := s.Complete(ctx)
+			if err != nil {
+				return err
+			}
+			// Every flag problem is reported here, before the server dials etcd.
+			if errs := completed.Validate(); len(errs) != 0 {
+				return utilerrors.NewAggregate(errs)
+			}
+			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
+			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
+			return upstreamapp.Run(ctx, completed)
+		},
+		Args: noPositionalArgs,
+	}
+	cmd.SetContext(ctx)
+
+	namedFlagSets := s.Flags()
+	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: namedFlagSets}
+	globalFlags := namedFlagSets.FlagSet("global")
+	verflag.AddFlags(globalFlags)
+	globalflag.AddGlobalFlags(globalFlags, cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	for _, fs := range namedFlagSets.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	columns, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, namedFlagSets, columns)
+	return cmd, nil
+}
+
+// noPositionalArgs rejects any non-empty positional argument, as stock does.
+func noPositionalArgs(cmd *cobra.Command, args []string) error {
+	for _, arg := range args {
+		if arg != "" {
+			return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+		}
+	}
+	return nil
+}

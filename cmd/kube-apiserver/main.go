@@ -1,0 +1,27 @@
+// Command kube-apiserver is Portcullis's kube-apiserver: the stock server, flag for flag,
+// with this distribution's admission plugins compiled in.
+package main
+
+import (
+	"fmt"
+	"os"
+	_ "time/tzdata" // as stock: CronJob time zones on hosts without zoneinfo
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"          // as stock: --logging-format=json and its flags
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // as stock: client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // as stock: the version metric
+
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app"
+)
+
+func main() {
+	// Signal handling is process-wide, so it lives here and not in the command.
+	command, err := app.NewAPIServerCommand(genericapiserver.SetupSignalContext())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube-apiserver: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(cli.Run(command))
+}

@@ -1,0 +1,68 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+)
+
+// Install registers every plugin of ours into upstream's kube-apiserver admission options,
+// sets the recommended order to upstream's with ours inserted at their anchors, and marks
+// ours default-off. It must run before the options' flags are added.
+//
+// The user's --disable-admission-plugins (opts.DisablePlugins) is left alone: defaults live in
+// DefaultOffPlugins, so enabling one of ours is just --enable-admission-plugins.
+func Install(opts *kubeoptions.AdmissionOptions) error {
+	if opts == nil || opts.GenericAdmission == nil {
+		return fmt.Errorf("admission options are nil")
+	}
+	return install(opts.GenericAdmission, Plugins())
+}
+
+func install(opts *genericoptions.AdmissionOptions, ours []Plugin) error {
+	order, err := Order(opts.RecommendedPluginOrder, ours)
+	if err != nil {
+		return err
+	}
+	registered := sets.New(opts.Plugins.Registered()...)
+	for _, p := range ours {
+		if registered.Has(p.Name) {
+			return fmt.Errorf("admission plugin %q is already registered upstream", p.Name)
+		}
+		p.Register(opts.Plugins)
+	}
+	opts.RecommendedPluginOrder = order
+	// Never share upstream's set: copy it, then add ours.
+	defaultOff := sets.New(sets.List(opts.DefaultOffPlugins)...)
+	for _, p := range ours {
+		defaultOff.Insert(p.Name)
+	}
+	opts.DefaultOffPlugins = defaultOff
+	return nil
+}
+
+// Order returns a new list: base with each plugin of ours inserted at its anchor, in the
+// order ours are listed. base is not modified.
+func Order(base []string, ours []Plugin) ([]string, error) {
+	order := slices.Clone(base)
+	for _, p := range ours {
+		if p.Name == "" {
+			return nil, fmt.Errorf("an admission plugin of ours has no name")
+		}
+		if slices.Contains(order, p.Name) {
+			return nil, fmt.Errorf("admission plugin %q is listed twice", p.Name)
+		}
+		at := slices.Index(order, p.Anchor.Name)
+		if at < 0 {
+			return nil, fmt.Errorf("admission plugin %q is anchored %s, which is not in the order %v", p.Name, p.Anchor, order)
+		}
+		if p.Anchor.After {
+			at++
+		}
+		order = slices.Insert(order, at, p.Name)
+	}
+	return order, nil
+}

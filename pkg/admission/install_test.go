@@ -1,0 +1,237 @@
+package admission
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/sets"
+	genericadmission "k8s.io/apiserver/pkg/admission"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+)
+
+var updatePinned = flag.Bool("update", false, "rewrite testdata/ with upstream's current lists (after a deliberate version bump)")
+
+// installed returns kube-apiserver's admission options with our plugins installed, as the
+// command builds them.
+func installed(t *testing.T) *kubeoptions.AdmissionOptions {
+	t.Helper()
+	opts := kubeoptions.NewAdmissionOptions()
+	if err := Install(opts); err != nil {
+		t.Fatalf("Install: %v", err)
+	}
+	return opts
+}
+
+// lastPlugins must end the chain in this order: policy and webhook plugins see the object
+// every other plugin has already changed, and ResourceQuota/AlwaysDeny are final by design.
+var lastPlugins = []string{
+	"MutatingAdmissionPolicy",
+	"MutatingAdmissionWebhook",
+	"ValidatingAdmissionPolicy",
+	"ValidatingAdmissionWebhook",
+	"ResourceQuota",
+	"AlwaysDeny",
+}
+
+func TestEveryRegisteredPluginAppearsOnceInTheOrder(t *testing.T) {
+	opts := installed(t).GenericAdmission
+	order := opts.RecommendedPluginOrder
+	seen := map[string]int{}
+	for _, name := range order {
+		seen[name]++
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("plugin %q appears %d times in the order", name, n)
+		}
+	}
+	registered := sets.New(opts.Plugins.Registered()...)
+	if inOrder := sets.New(order...); !inOrder.Equal(registered) {
+		t.Errorf("registered but not ordered: %v; ordered but not registered: %v",
+			sets.List(registered.Difference(inOrder)), sets.List(inOrder.Difference(registered)))
+	}
+	for _, p := range Plugins() {
+		if !registered.Has(p.Name) {
+			t.Errorf("plugin of ours %q is not registered", p.Name)
+		}
+	}
+	// Upstream's own consistency check must hold too: it runs at server start-up.
+	if errs := opts.Validate(); len(errs) != 0 {
+		t.Errorf("upstream's admission option validation failed: %v", errs)
+	}
+}
+
+func TestUpstreamRelativeOrderIsKept(t *testing.T) {
+	order := installed(t).GenericAdmission.RecommendedPluginOrder
+	upstream := sets.New(kubeoptions.AllOrderedPlugins...)
+	var upstreamInOurs []string
+	for _, name := range order {
+		if upstream.Has(name) {
+			upstreamInOurs = append(upstreamInOurs, name)
+		}
+	}
+	if diff := cmp.Diff(kubeoptions.AllOrderedPlugins, upstreamInOurs); diff != "" {
+		t.Errorf("upstream's plugins are reordered (-upstream +ours):\n%s", diff)
+	}
+}
+
+func TestPolicyWebhookQuotaAndDenyStayLast(t *testing.T) {
+	order := installed(t).GenericAdmission.RecommendedPluginOrder
+	if len(order) < len(lastPlugins) {
+		t.Fatalf("order too short: %v", order)
+	}
+	tail := order[len(order)-len(lastPlugins):]
+	if diff := cmp.Diff(lastPlugins, tail); diff != "" {
+		t.Errorf("the end of the chain changed (-want +got):\n%s", diff)
+	}
+}
+
+func TestEachPluginOfOursSitsAtItsAnchor(t *testing.T) {
+	order := installed(t).GenericAdmission.RecommendedPluginOrder
+	for _, p := range Plugins() {
+		at := slices.Index(order, p.Name)
+		anchor := slices.Index(order, p.Anchor.Name)
+		want := anchor - 1
+		if p.Anchor.After {
+			want = anchor + 1
+		}
+		// A later plugin of ours may share the anchor and sit between; allow only ours there.
+		lo, hi := min(at, want), max(at, want)
+		for _, between := range order[lo+1 : hi+1] {
+			if between != p.Name && !isOurs(between) {
+				t.Errorf("%s should sit %s, but %s is between them in %v", p.Name, p.Anchor, between, order)
+			}
+		}
+	}
+}
+
+func isOurs(name string) bool {
+	return slices.ContainsFunc(Plugins(), func(p Plugin) bool { return p.Name == name })
+}
+
+func TestDefaultsMatchStock(t *testing.T) {
+	opts := installed(t).GenericAdmission
+	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
+	if diff := cmp.Diff(defaultOn(stock.RecommendedPluginOrder, stock.DefaultOffPlugins),
+		defaultOn(opts.RecommendedPluginOrder, opts.DefaultOffPlugins)); diff != "" {
+		t.Errorf("the default-on chain differs from stock (-stock +ours):\n%s", diff)
+	}
+	for _, p := range Plugins() {
+		if !opts.DefaultOffPlugins.Has(p.Name) {
+			t.Errorf("plugin of ours %q is on by default; every plugin of ours must be off", p.Name)
+		}
+	}
+	if opts.DisablePlugins != nil || opts.EnablePlugins != nil {
+		t.Errorf("Install touched the user's flags: enable=%v disable=%v", opts.EnablePlugins, opts.DisablePlugins)
+	}
+}
+
+func TestInstallDoesNotShareUpstreamState(t *testing.T) {
+	before := slices.Clone(kubeoptions.AllOrderedPlugins)
+	installed(t)
+	if diff := cmp.Diff(before, kubeoptions.AllOrderedPlugins); diff != "" {
+		t.Errorf("Install modified upstream's AllOrderedPlugins:\n%s", diff)
+	}
+	if fresh := kubeoptions.NewAdmissionOptions().GenericAdmission; fresh.DefaultOffPlugins.Has(Plugins()[0].Name) {
+		t.Errorf("Install leaked our default-off plugins into upstream's defaults")
+	}
+}
+
+func TestPluginsImplementTheirPhase(t *testing.T) {
+	opts := installed(t).GenericAdmission
+	for _, p := range Plugins() {
+		t.Run(p.Name, func(t *testing.T) {
+			plugin, err := opts.Plugins.InitPlugin(p.Name, nil, genericadmission.PluginInitializers{})
+			if err != nil {
+				t.Fatalf("building %s: %v", p.Name, err)
+			}
+			_, mutates := plugin.(genericadmission.MutationInterface)
+			_, validates := plugin.(genericadmission.ValidationInterface)
+			if mutates != p.Phase.Mutates() || validates != p.Phase.Validates() {
+				t.Errorf("%s is registered as %q but implements mutating=%v validating=%v", p.Name, p.Phase, mutates, validates)
+			}
+		})
+	}
+}
+
+func TestOrderErrors(t *testing.T) {
+	base := []string{"A", "B", "C"}
+	tests := []struct {
+		name    string
+		ours    []Plugin
+		want    []string
+		wantErr string
+	}{
+		{name: "after", ours: []Plugin{{Name: "X", Anchor: After("A")}}, want: []string{"A", "X", "B", "C"}},
+		{name: "before", ours: []Plugin{{Name: "X", Anchor: Before("A")}}, want: []string{"X", "A", "B", "C"}},
+		{name: "after the last", ours: []Plugin{{Name: "X", Anchor: After("C")}}, want: []string{"A", "B", "C", "X"}},
+		{name: "anchored on an earlier plugin of ours", ours: []Plugin{{Name: "X", Anchor: After("B")}, {Name: "Y", Anchor: After("X")}}, want: []string{"A", "B", "X", "Y", "C"}},
+		{name: "missing anchor", ours: []Plugin{{Name: "X", Anchor: After("Gone")}}, wantErr: `"X" is anchored after Gone`},
+		{name: "duplicate of upstream", ours: []Plugin{{Name: "B", Anchor: After("A")}}, wantErr: `"B" is listed twice`},
+		{name: "no name", ours: []Plugin{{Anchor: After("A")}}, wantErr: "has no name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Order(base, tc.ours)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"A", "B", "C"}, base); diff != "" {
+				t.Errorf("Order modified its input:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUpstreamDrift pins upstream's ordered plugin list and default-on set. When a Kubernetes
+// bump changes either, this fails with the difference: check every anchor of ours still means
+// what it meant, then run `go test ./pkg/admission -run TestUpstreamDrift -update`.
+func TestUpstreamDrift(t *testing.T) {
+	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
+	pinned := map[string][]string{
+		"upstream-order.txt":      stock.RecommendedPluginOrder,
+		"upstream-default-on.txt": defaultOn(stock.RecommendedPluginOrder, stock.DefaultOffPlugins),
+	}
+	for file, current := range pinned {
+		path := filepath.Join("testdata", file)
+		if *updatePinned {
+			if err := os.WriteFile(path, []byte(strings.Join(current, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("reading the pinned list: %v", err)
+		}
+		want := strings.Fields(string(data))
+		if diff := cmp.Diff(want, current); diff != "" {
+			t.Errorf("upstream changed %s (-pinned +upstream now):\n%s\nCheck the anchors in plugins.go, then rerun with -update.", path, diff)
+		}
+	}
+}
+
+// defaultOn lists, in order, the plugins that run when no admission flag is given.
+func defaultOn(order []string, defaultOff sets.Set[string]) []string {
+	var on []string
+	for _, name := range order {
+		if !defaultOff.Has(name) {
+			on = append(on, name)
+		}
+	}
+	return on
+}

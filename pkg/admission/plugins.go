@@ -1,0 +1,76 @@
+// Package admission is Portcullis's admission-plugin registry: the one list of every plugin
+// this distribution adds to kube-apiserver, where each sits in the chain and what it does.
+// Install puts them into upstream's admission options; the command calls it before adding
+// flags, so --help and flag validation see the whole set.
+package admission
+
+import (
+	genericadmission "k8s.io/apiserver/pkg/admission"
+
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
+)
+
+// Plugins returns every admission plugin of this distribution, in insertion order. Each is
+// placed relative to a plugin that already exists (upstream's, or one of ours listed earlier),
+// named rather than counted, so an upstream bump cannot silently shift it. Every plugin here
+// is off by default: operators turn it on with --enable-admission-plugins.
+func Plugins() []Plugin {
+	return []Plugin{
+		{
+			// Where upstream had it until 1.30: straight after the namespace checks.
+			Name:     securitycontextdeny.PluginName,
+			Phase:    Validating,
+			Anchor:   After("NamespaceExists"),
+			Register: securitycontextdeny.Register,
+			Config:   "none",
+		},
+	}
+}
+
+// Phase says which admission phases a plugin takes part in.
+type Phase string
+
+const (
+	Mutating              Phase = "mutating"
+	Validating            Phase = "validating"
+	MutatingAndValidating Phase = "mutating, validating"
+)
+
+// Mutates reports whether plugins of this phase take part in the mutating phase.
+func (p Phase) Mutates() bool { return p == Mutating || p == MutatingAndValidating }
+
+// Validates reports whether plugins of this phase take part in the validating phase.
+func (p Phase) Validates() bool { return p == Validating || p == MutatingAndValidating }
+
+// Plugin describes one admission plugin of this distribution.
+type Plugin struct {
+	// Name is the plugin's PluginName, as operators write it in --enable-admission-plugins.
+	Name string
+	// Phase is the phase the plugin implements; a test holds the plugin to it.
+	Phase Phase
+	// Anchor places the plugin in the chain next to a named plugin.
+	Anchor Anchor
+	// Register registers the plugin's factory.
+	Register func(*genericadmission.Plugins)
+	// Config describes what the plugin reads from --admission-control-config-file, for docs.
+	Config string
+}
+
+// Anchor places a plugin immediately before or after another plugin, by name.
+type Anchor struct {
+	Name  string
+	After bool
+}
+
+// Before anchors a plugin immediately before the named plugin.
+func Before(name string) Anchor { return Anchor{Name: name} }
+
+// After anchors a plugin immediately after the named plugin.
+func After(name string) Anchor { return Anchor{Name: name, After: true} }
+
+func (a Anchor) String() string {
+	if a.After {
+		return "after " + a.Name
+	}
+	return "before " + a.Name
+}

@@ -1,0 +1,178 @@
+package apiserver
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
+)
+
+// TestAdmission runs, against one real etcd, stock kube-apiserver and ours with the same
+// flags, and ours with SecurityContextDeny enabled (the flag's names in both orders).
+func TestAdmission(t *testing.T) {
+	bins := framework.FindBinaries(t)
+	etcd := framework.StartEtcd(t, bins.Etcd)
+	stock := framework.StartAPIServer(t, bins.StockAPIServer, etcd, "--etcd-prefix=/stock")
+	ours := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/ours")
+	scd := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/scd",
+		"--enable-admission-plugins=SecurityContextDeny,NamespaceExists")
+	scdReordered := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/scd-reordered",
+		"--enable-admission-plugins=NamespaceExists,SecurityContextDeny")
+
+	t.Run("default chain is stock's", func(t *testing.T) {
+		stockMutating, stockValidating := stock.Chains(t)
+		oursMutating, oursValidating := ours.Chains(t)
+		if diff := cmp.Diff(stockMutating, oursMutating); diff != "" {
+			t.Errorf("mutating chain differs from stock (-stock +ours):\n%s", diff)
+		}
+		if diff := cmp.Diff(stockValidating, oursValidating); diff != "" {
+			t.Errorf("validating chain differs from stock (-stock +ours):\n%s", diff)
+		}
+		if slices.Contains(oursValidating, "SecurityContextDeny") {
+			t.Errorf("SecurityContextDeny runs without being enabled: %v", oursValidating)
+		}
+	})
+
+	t.Run("enabling SecurityContextDeny puts it after NamespaceExists", func(t *testing.T) {
+		_, validating := scd.Chains(t)
+		at := slices.Index(validating, "SecurityContextDeny")
+		if at < 1 || validating[at-1] != "NamespaceExists" {
+			t.Errorf("validating chain %v: want SecurityContextDeny right after NamespaceExists", validating)
+		}
+		mutating, _ := scd.Chains(t)
+		if slices.Contains(mutating, "SecurityContextDeny") {
+			t.Errorf("SecurityContextDeny is in the mutating chain: %v", mutating)
+		}
+	})
+
+	t.Run("the order of names in the flag does not change the chain", func(t *testing.T) {
+		m1, v1 := scd.Chains(t)
+		m2, v2 := scdReordered.Chains(t)
+		if diff := cmp.Diff(m1, m2); diff != "" {
+			t.Errorf("mutating chains differ:\n%s", diff)
+		}
+		if diff := cmp.Diff(v1, v2); diff != "" {
+			t.Errorf("validating chains differ:\n%s", diff)
+		}
+	})
+
+	t.Run("GET /version reports the distribution's version", func(t *testing.T) {
+		info, err := ours.Client.Discovery().ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := versionFile(t); info.GitVersion != want || info.Major != "1" || !strings.HasPrefix(want, "v1."+info.Minor+".") {
+			t.Errorf("GET /version = %+v, want gitVersion %s", info, want)
+		}
+	})
+
+	t.Run("SecurityContextDeny", func(t *testing.T) {
+		ctx := context.Background()
+		runAsUser := podWith(func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1000))}
+		})
+		secondContainerRunAsUser := podWith(func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "b", Image: "registry.k8s.io/pause:3.10",
+				SecurityContext: &corev1.SecurityContext{RunAsUser: ptr(int64(1000))}})
+		})
+		plain := podWith(nil)
+
+		t.Run("rejects a pod with runAsUser", func(t *testing.T) {
+			ns := namespace(t, scd.Client)
+			wantForbidden(t, createPod(ctx, scd.Client, ns, runAsUser), "pod.Spec.SecurityContext.RunAsUser is forbidden")
+		})
+		t.Run("names the container it rejects", func(t *testing.T) {
+			ns := namespace(t, scd.Client)
+			wantForbidden(t, createPod(ctx, scd.Client, ns, secondContainerRunAsUser), "spec.containers[1].securityContext.runAsUser is forbidden")
+		})
+		t.Run("admits a pod without forbidden fields", func(t *testing.T) {
+			ns := namespace(t, scd.Client)
+			if err := createPod(ctx, scd.Client, ns, plain); err != nil {
+				t.Fatalf("plain pod rejected: %v", err)
+			}
+			if _, err := scd.Client.CoreV1().Pods(ns).Get(ctx, plain.Name, metav1.GetOptions{}); err != nil {
+				t.Fatalf("plain pod not stored: %v", err)
+			}
+		})
+		t.Run("rejects an ephemeral container with runAsUser", func(t *testing.T) {
+			ns := namespace(t, scd.Client)
+			if err := createPod(ctx, scd.Client, ns, plain); err != nil {
+				t.Fatal(err)
+			}
+			pod, err := scd.Client.CoreV1().Pods(ns).Get(ctx, plain.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+					Name: "debug", Image: "busybox", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+					ImagePullPolicy: corev1.PullIfNotPresent,
+					SecurityContext: &corev1.SecurityContext{RunAsUser: ptr(int64(0))},
+				},
+			})
+			_, err = scd.Client.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{})
+			wantForbidden(t, err, "spec.ephemeralContainers[0].securityContext.runAsUser is forbidden")
+		})
+		for name, server := range map[string]*framework.APIServer{"ours": ours, "stock": stock} {
+			t.Run("without the flag "+name+" admits the same pod", func(t *testing.T) {
+				ns := namespace(t, server.Client)
+				if err := createPod(ctx, server.Client, ns, runAsUser); err != nil {
+					t.Fatalf("pod with runAsUser rejected: %v", err)
+				}
+			})
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func podWith(mutate func(*corev1.Pod)) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "a", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if mutate != nil {
+		mutate(pod)
+	}
+	return pod
+}
+
+// namespace creates a namespace with its default ServiceAccount. No controller manager runs
+// here, so the test creates the account the ServiceAccount admission plugin looks for.
+func namespace(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func createPod(ctx context.Context, client kubernetes.Interface, ns string, pod *corev1.Pod) error {
+	_, err := client.CoreV1().Pods(ns).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{})
+	return err
+}
+
+func wantForbidden(t *testing.T, err error, message string) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("want 403 Forbidden, got %v", err)
+	}
+	if !strings.Contains(err.Error(), message) {
+		t.Errorf("403 %q does not say %q", err.Error(), message)
+	}
+}
