@@ -36,8 +36,22 @@ stock: ## build stock kube-apiserver from the same module graph (the drop-in yar
 	@mkdir -p $(BIN_DIR)
 	$(GO) build -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
 
+.PHONY: kube-controller-manager
+kube-controller-manager: ## build kube-controller-manager from the same module graph (for make run)
+	@mkdir -p $(BIN_DIR)
+	$(GO) build -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+
+.PHONY: local-up
+local-up:
+	@mkdir -p $(BIN_DIR)
+	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
+
+.PHONY: run
+run: build etcd kube-controller-manager local-up ## a local control plane on 127.0.0.1 until Ctrl-C (RUN_DIR, API_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT)
+	@PORTCULLIS_BIN_DIR=$(BIN_DIR) exec $(BIN_DIR)/local-up
+
 .PHONY: build-test-binaries
-build-test-binaries: build etcd stock ## everything the integration suites run
+build-test-binaries: build etcd stock kube-controller-manager local-up ## everything the integration suites run
 
 .PHONY: test
 test: test-unit test-integration ## unit and integration tests (what CI runs)

@@ -22,7 +22,6 @@ func Plugins() []Plugin {
 			Phase:    Validating,
 			Anchor:   After("NamespaceExists"),
 			Register: securitycontextdeny.Register,
-			Config:   "none",
 		},
 	}
 }
@@ -52,8 +51,10 @@ type Plugin struct {
 	Anchor Anchor
 	// Register registers the plugin's factory.
 	Register func(*genericadmission.Plugins)
-	// Config describes what the plugin reads from --admission-control-config-file, for docs.
-	Config string
+	// ExampleConfig is a sample of the plugin's configuration for
+	// --admission-control-config-file, in YAML; empty when the plugin takes none.
+	// `make run` writes it into its admission configuration.
+	ExampleConfig string
 }
 
 // Anchor places a plugin immediately before or after another plugin, by name.

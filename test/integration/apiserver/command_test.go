@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
@@ -175,8 +176,8 @@ func startFakeEtcd(t *testing.T) *fakeEtcd {
 
 // serverArgs are valid flags for a server whose storage is the fake etcd.
 func serverArgs(t *testing.T, etcdURL string, extra ...string) []string {
-	args := framework.ServerFlags(t, t.TempDir(), nil, framework.FreePort(t))
-	args = append(args, "--etcd-servers="+etcdURL)
+	dir := t.TempDir()
+	args := controlplane.APIServerFlags(framework.WritePKI(t, dir), dir, etcdURL, framework.FreePort(t))
 	return append(args, extra...)
 }
 

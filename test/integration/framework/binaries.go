@@ -21,6 +21,12 @@ type Binaries struct {
 	StockAPIServer string
 	// Etcd is etcd built from the version Kubernetes pins.
 	Etcd string
+	// ControllerManager is upstream's kube-controller-manager.
+	ControllerManager string
+	// LocalUp is `make run`'s program.
+	LocalUp string
+	// Dir holds them all.
+	Dir string
 }
 
 // FindBinaries returns the binaries from $PORTCULLIS_BIN_DIR, or from _output/bin at the
@@ -32,11 +38,14 @@ func FindBinaries(t testing.TB) Binaries {
 		dir = filepath.Join(RepoRoot(t), "_output", "bin")
 	}
 	b := Binaries{
-		APIServer:      filepath.Join(dir, "kube-apiserver"),
-		StockAPIServer: filepath.Join(dir, "kube-apiserver-stock"),
-		Etcd:           filepath.Join(dir, "etcd"),
+		APIServer:         filepath.Join(dir, "kube-apiserver"),
+		StockAPIServer:    filepath.Join(dir, "kube-apiserver-stock"),
+		Etcd:              filepath.Join(dir, "etcd"),
+		ControllerManager: filepath.Join(dir, "kube-controller-manager"),
+		LocalUp:           filepath.Join(dir, "local-up"),
+		Dir:               dir,
 	}
-	for _, path := range []string{b.APIServer, b.StockAPIServer, b.Etcd} {
+	for _, path := range []string{b.APIServer, b.StockAPIServer, b.Etcd, b.ControllerManager, b.LocalUp} {
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("%s is not built (%v): run `make test`, or `make build-test-binaries` and then go test", path, err)
 		}
