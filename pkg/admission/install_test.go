@@ -9,8 +9,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	genericadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
 
@@ -146,7 +155,7 @@ func TestPluginsImplementTheirPhase(t *testing.T) {
 	opts := installed(t).GenericAdmission
 	for _, p := range Plugins() {
 		t.Run(p.Name, func(t *testing.T) {
-			plugin, err := opts.Plugins.InitPlugin(p.Name, nil, genericadmission.PluginInitializers{})
+			plugin, err := opts.Plugins.InitPlugin(p.Name, nil, fakeInitializers(t))
 			if err != nil {
 				t.Fatalf("building %s: %v", p.Name, err)
 			}
@@ -223,6 +232,25 @@ func TestUpstreamDrift(t *testing.T) {
 			t.Errorf("upstream changed %s (-pinned +upstream now):\n%s\nCheck the anchors in plugins.go, then rerun with -update.", path, diff)
 		}
 	}
+}
+
+// fakeInitializers give plugins what the server's generic initializer gives them, backed by
+// fakes, so that plugins needing clients can be built in a unit test.
+func fakeInitializers(t *testing.T) genericadmission.PluginInitializers {
+	client := fake.NewClientset()
+	scheme := runtime.NewScheme()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	return genericadmission.PluginInitializers{initializer.New(
+		client,
+		dynamicfake.NewSimpleDynamicClient(scheme),
+		informers.NewSharedInformerFactory(client, 0),
+		authorizerfactory.NewAlwaysAllowAuthorizer(),
+		utilfeature.DefaultFeatureGate,
+		compatibility.DefaultBuildEffectiveVersion(),
+		stop,
+		meta.NewDefaultRESTMapper(nil),
+	)}
 }
 
 // defaultOn lists, in order, the plugins that run when no admission flag is given.

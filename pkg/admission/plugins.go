@@ -7,6 +7,7 @@ package admission
 import (
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
 )
 
@@ -22,6 +23,19 @@ func Plugins() []Plugin {
 			Phase:    Validating,
 			Anchor:   After("NamespaceExists"),
 			Register: securitycontextdeny.Register,
+		},
+		{
+			// Validating, and must judge before policies and webhooks do.
+			Name:     exec.DenyEscalatingExecPluginName,
+			Phase:    Validating,
+			Anchor:   Before("MutatingAdmissionPolicy"),
+			Register: exec.RegisterDenyEscalatingExec,
+		},
+		{
+			Name:     exec.DenyExecOnPrivilegedPluginName,
+			Phase:    Validating,
+			Anchor:   Before("MutatingAdmissionPolicy"),
+			Register: exec.RegisterDenyExecOnPrivileged,
 		},
 	}
 }
