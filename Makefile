@@ -15,6 +15,7 @@ export SOURCE_DATE_EPOCH
 # Integration suites start real servers; give them room, and never cache their results.
 INTEGRATION_TIMEOUT ?= 20m
 UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v /test/integration/)
+STAGING_API          = staging/src/github.com/portcullis-k8s/api
 
 .PHONY: help
 help: ## list the targets
@@ -69,10 +70,12 @@ bench: ## Go benchmarks of the plugins
 	$(GO) test -run '^$$' -bench . -benchmem ./plugin/...
 
 .PHONY: verify
-verify: ## gofmt, go vet, go.mod tidiness and pins
+verify: ## gofmt, go vet, go.mod tidiness and pins, generated code
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
+	cd $(STAGING_API) && $(GO) vet ./...
 	hack/verify-kube-version.sh
+	hack/verify-codegen.sh
 
 .PHONY: clean
 clean: ## remove _output (the Go build cache is kept warm on purpose)

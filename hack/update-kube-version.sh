@@ -36,5 +36,12 @@ done < <(portcullis::staging_modules "${gomod}")
 go mod edit "${args[@]}"
 go mod tidy
 
+# Our staging API module builds on the same release's API types.
+(
+  cd staging/src/github.com/portcullis-k8s/api
+  go mod edit -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
+  go mod tidy
+)
+
 echo "go.mod now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}."
 echo "Remember to update the Kubernetes part of VERSION and the pinned lists in pkg/admission/testdata."

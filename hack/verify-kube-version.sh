@@ -46,6 +46,15 @@ while read -r module _; do
   fi
 done <<<"${actual}"
 
+staging_api=staging/src/github.com/portcullis-k8s/api
+for module in k8s.io/api k8s.io/apimachinery; do
+  have=$(cd "${staging_api}" && go mod edit -json | grep -A1 "\"Path\": \"${module}\"" | sed -n 's/.*"Version": "\(.*\)".*/\1/p' | head -1)
+  if [[ ${have} != "${want_version}" ]]; then
+    echo "${staging_api}/go.mod: ${module} ${have:-missing}, want ${want_version} to match k8s.io/kubernetes ${kube_version}" >&2
+    failed=1
+  fi
+done
+
 if ! build/version.sh >/dev/null; then
   failed=1
 fi

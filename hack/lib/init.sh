@@ -29,3 +29,9 @@ portcullis::staging_modules() {
 portcullis::staging_version() {
   echo "v0.${1#v1.}"
 }
+
+# portcullis::api_packages lists the packages of the staging API module that carry
+# generated code.
+portcullis::api_packages() {
+  echo github.com/portcullis-k8s/api/settings/v1alpha1
+}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 )
 
 var updatePinned = flag.Bool("update", false, "rewrite testdata/ with upstream's current lists (after a deliberate version bump)")
@@ -238,7 +240,11 @@ func TestUpstreamDrift(t *testing.T) {
 // fakes, so that plugins needing clients can be built in a unit test.
 func fakeInitializers(t *testing.T) genericadmission.PluginInitializers {
 	client := fake.NewClientset()
+	// The fake dynamic client serves our own APIs too.
 	scheme := runtime.NewScheme()
+	if err := settingsv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	return genericadmission.PluginInitializers{initializer.New(

@@ -8,6 +8,7 @@ import (
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
 )
 
@@ -23,6 +24,13 @@ func Plugins() []Plugin {
 			Phase:    Validating,
 			Anchor:   After("NamespaceExists"),
 			Register: securitycontextdeny.Register,
+		},
+		{
+			// Mutating: presets go in before LimitRanger sets defaults from the merged pod.
+			Name:     podpreset.PluginName,
+			Phase:    Mutating,
+			Anchor:   Before("LimitRanger"),
+			Register: podpreset.Register,
 		},
 		{
 			// Validating, and must judge before policies and webhooks do.

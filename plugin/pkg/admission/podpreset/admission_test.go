@@ -1,0 +1,501 @@
+package podpreset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
+)
+
+// newPreset returns a PodPreset in namespace "ns" selecting role=frontend.
+func newPreset(name string, mutate func(*settingsv1alpha1.PodPresetSpec)) *settingsv1alpha1.PodPreset {
+	pp := &settingsv1alpha1.PodPreset{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: "rv-" + name, UID: types.UID("uid-" + name)},
+		Spec: settingsv1alpha1.PodPresetSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "frontend"}},
+		},
+	}
+	if mutate != nil {
+		mutate(&pp.Spec)
+	}
+	return pp
+}
+
+func withEnv(name, value string) func(*settingsv1alpha1.PodPresetSpec) {
+	return func(s *settingsv1alpha1.PodPresetSpec) {
+		s.Env = append(s.Env, corev1.EnvVar{Name: name, Value: value})
+	}
+}
+
+func withCache(volume, path string) func(*settingsv1alpha1.PodPresetSpec) {
+	return func(s *settingsv1alpha1.PodPresetSpec) {
+		s.Volumes = append(s.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		s.VolumeMounts = append(s.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: path})
+	}
+}
+
+func newPod(mutate func(*api.Pod)) *api.Pod {
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"role": "frontend"}},
+		Spec: api.PodSpec{
+			InitContainers:      []api.Container{{Name: "init"}},
+			Containers:          []api.Container{{Name: "app"}},
+			EphemeralContainers: []api.EphemeralContainer{{EphemeralContainerCommon: api.EphemeralContainerCommon{Name: "debug"}}},
+		},
+	}
+	if mutate != nil {
+		mutate(pod)
+	}
+	return pod
+}
+
+// newTestPlugin returns a ready plugin whose informer holds presets.
+func newTestPlugin(t testing.TB, presets ...*settingsv1alpha1.PodPreset) (*Plugin, *record.FakeRecorder) {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, pp := range presets {
+		compiled, err := compile(pp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := indexer.Add(compiled); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorder := record.NewFakeRecorder(100)
+	p := New()
+	p.presets = indexer
+	p.recorder = recorder
+	p.SetReadyFunc(func() bool { return true })
+	return p, recorder
+}
+
+type warnings []string
+
+func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
+
+func admit(t testing.TB, p *Plugin, obj runtime.Object, resource, subresource string, op admission.Operation) (error, []string) {
+	t.Helper()
+	var w warnings
+	ctx := warning.WithWarningRecorder(context.Background(), &w)
+	attrs := admission.NewAttributesRecord(obj, nil, api.Kind("Pod").WithVersion("v1"), "ns", "web",
+		api.Resource(resource).WithVersion("v1"), subresource, op, nil, false, nil)
+	return p.Admit(ctx, attrs, nil), w
+}
+
+func TestMatchingAndMerge(t *testing.T) {
+	emptyDir := api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}
+	tests := []struct {
+		name    string
+		presets []*settingsv1alpha1.PodPreset
+		pod     *api.Pod
+		// want is the pod after admission; nil means unchanged.
+		want func(*api.Pod)
+	}{
+		{
+			name: "the documentation's example",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("allow-database", func(s *settingsv1alpha1.PodPresetSpec) {
+				withEnv("DB_PORT", "6379")(s)
+				withCache("cache-volume", "/cache")(s)
+			})},
+			pod: newPod(nil),
+			want: func(p *api.Pod) {
+				p.Annotations = map[string]string{AppliedAnnotationPrefix + "allow-database": "rv-allow-database"}
+				p.Spec.Volumes = []api.Volume{{Name: "cache-volume", VolumeSource: emptyDir}}
+				for _, c := range []*api.Container{&p.Spec.InitContainers[0], &p.Spec.Containers[0]} {
+					c.Env = []api.EnvVar{{Name: "DB_PORT", Value: "6379"}}
+					c.VolumeMounts = []api.VolumeMount{{Name: "cache-volume", MountPath: "/cache"}}
+				}
+			},
+		},
+		{
+			name:    "a pod the selector does not match is untouched",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("p", withEnv("A", "1"))},
+			pod:     newPod(func(p *api.Pod) { p.Labels = map[string]string{"role": "backend"} }),
+		},
+		{
+			name: "an empty selector matches every pod",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("all", func(s *settingsv1alpha1.PodPresetSpec) {
+				s.Selector = metav1.LabelSelector{}
+				withEnv("A", "1")(s)
+			})},
+			pod: newPod(func(p *api.Pod) { p.Labels = nil }),
+			want: func(p *api.Pod) {
+				p.Annotations = map[string]string{AppliedAnnotationPrefix + "all": "rv-all"}
+				p.Spec.InitContainers[0].Env = []api.EnvVar{{Name: "A", Value: "1"}}
+				p.Spec.Containers[0].Env = []api.EnvVar{{Name: "A", Value: "1"}}
+			},
+		},
+		{
+			name: "presets of another namespace do not apply",
+			presets: []*settingsv1alpha1.PodPreset{func() *settingsv1alpha1.PodPreset {
+				pp := newPreset("elsewhere", withEnv("A", "1"))
+				pp.Namespace = "other"
+				return pp
+			}()},
+			pod: newPod(nil),
+		},
+		{
+			name: "matchExpressions select too",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("expr", func(s *settingsv1alpha1.PodPresetSpec) {
+				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: metav1.LabelSelectorOpIn, Values: []string{"frontend", "edge"}}}}
+				withEnv("A", "1")(s)
+			})},
+			pod: newPod(nil),
+			want: func(p *api.Pod) {
+				p.Annotations = map[string]string{AppliedAnnotationPrefix + "expr": "rv-expr"}
+				p.Spec.InitContainers[0].Env = []api.EnvVar{{Name: "A", Value: "1"}}
+				p.Spec.Containers[0].Env = []api.EnvVar{{Name: "A", Value: "1"}}
+			},
+		},
+		{
+			name: "several presets apply in name order, envFrom included",
+			presets: []*settingsv1alpha1.PodPreset{
+				newPreset("b", withEnv("B", "2")),
+				newPreset("a", func(s *settingsv1alpha1.PodPresetSpec) {
+					withEnv("A", "1")(s)
+					s.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+				}),
+			},
+			pod: newPod(nil),
+			want: func(p *api.Pod) {
+				p.Annotations = map[string]string{AppliedAnnotationPrefix + "a": "rv-a", AppliedAnnotationPrefix + "b": "rv-b"}
+				for _, c := range []*api.Container{&p.Spec.InitContainers[0], &p.Spec.Containers[0]} {
+					c.Env = []api.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}
+					c.EnvFrom = []api.EnvFromSource{{ConfigMapRef: &api.ConfigMapEnvSource{LocalObjectReference: api.LocalObjectReference{Name: "settings"}}}}
+				}
+			},
+		},
+		{
+			name: "identical duplicates are skipped, in the pod and between presets",
+			presets: []*settingsv1alpha1.PodPreset{
+				newPreset("a", func(s *settingsv1alpha1.PodPresetSpec) { withEnv("A", "1")(s); withCache("cache", "/cache")(s) }),
+				newPreset("b", func(s *settingsv1alpha1.PodPresetSpec) { withEnv("A", "1")(s); withCache("cache", "/cache")(s) }),
+			},
+			pod: newPod(func(p *api.Pod) {
+				p.Spec.Containers[0].Env = []api.EnvVar{{Name: "A", Value: "1"}}
+				p.Spec.Volumes = []api.Volume{{Name: "cache", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}}}
+			}),
+			want: func(p *api.Pod) {
+				p.Annotations = map[string]string{AppliedAnnotationPrefix + "a": "rv-a", AppliedAnnotationPrefix + "b": "rv-b"}
+				for _, c := range []*api.Container{&p.Spec.InitContainers[0], &p.Spec.Containers[0]} {
+					c.Env = []api.EnvVar{{Name: "A", Value: "1"}}
+					c.VolumeMounts = []api.VolumeMount{{Name: "cache", MountPath: "/cache"}}
+				}
+			},
+		},
+		{
+			name:    "an excluded pod is untouched",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("p", withEnv("A", "1"))},
+			pod:     newPod(func(p *api.Pod) { p.Annotations = map[string]string{ExcludeAnnotation: "true"} }),
+		},
+		{
+			name:    "a mirror pod is untouched",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("p", withEnv("A", "1"))},
+			pod:     newPod(func(p *api.Pod) { p.Annotations = map[string]string{api.MirrorPodAnnotationKey: "hash"} }),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, recorder := newTestPlugin(t, tc.presets...)
+			pod := tc.pod.DeepCopy()
+			err, warned := admit(t, p, pod, "pods", "", admission.Create)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.pod.DeepCopy()
+			if tc.want != nil {
+				tc.want(want)
+			}
+			if diff := cmp.Diff(want, pod); diff != "" {
+				t.Errorf("pod after admission (-want +got):\n%s", diff)
+			}
+			if len(warned) != 0 || len(recorder.Events) != 0 {
+				t.Errorf("unexpected warnings %v / %d events", warned, len(recorder.Events))
+			}
+		})
+	}
+}
+
+func TestConflicts(t *testing.T) {
+	otherDir := api.VolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/var/cache"}}
+	tests := []struct {
+		name    string
+		presets []*settingsv1alpha1.PodPreset
+		pod     *api.Pod
+		want    []string
+	}{
+		{
+			name:    "env var in a container",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("db", withEnv("DB_PORT", "6379"))},
+			pod:     newPod(func(p *api.Pod) { p.Spec.Containers[0].Env = []api.EnvVar{{Name: "DB_PORT", Value: "5432"}} }),
+			want:    []string{`podpreset "db": env var "DB_PORT" differs from container "app"'s own`},
+		},
+		{
+			name:    "env var in an init container",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("db", withEnv("DB_PORT", "6379"))},
+			pod:     newPod(func(p *api.Pod) { p.Spec.InitContainers[0].Env = []api.EnvVar{{Name: "DB_PORT", Value: "5432"}} }),
+			want:    []string{`podpreset "db": env var "DB_PORT" differs from container "init"'s own`},
+		},
+		{
+			name:    "pod volume",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("cache", withCache("cache", "/cache"))},
+			pod:     newPod(func(p *api.Pod) { p.Spec.Volumes = []api.Volume{{Name: "cache", VolumeSource: otherDir}} }),
+			want:    []string{`podpreset "cache": volume "cache" differs from the pod's own`},
+		},
+		{
+			name:    "volumeMount with the same name",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("cache", withCache("cache", "/cache"))},
+			pod: newPod(func(p *api.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "cache", MountPath: "/elsewhere"}}
+			}),
+			want: []string{`podpreset "cache": volumeMount "cache" differs from container "app"'s own`},
+		},
+		{
+			name:    "volumeMount on the same mountPath",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("cache", withCache("cache", "/cache"))},
+			pod: newPod(func(p *api.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []api.VolumeMount{{Name: "data", MountPath: "/cache"}}
+			}),
+			want: []string{`podpreset "cache": volumeMount at "/cache" differs from container "app"'s own`},
+		},
+		{
+			name:    "two presets disagree on an env var",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("a", withEnv("MODE", "fast")), newPreset("b", withEnv("MODE", "safe"))},
+			pod:     newPod(nil),
+			want:    []string{`podpreset "b": env var "MODE" differs from podpreset "a"'s`},
+		},
+		{
+			name: "two presets disagree on a volume",
+			presets: []*settingsv1alpha1.PodPreset{
+				newPreset("a", withCache("cache", "/cache")),
+				newPreset("b", func(s *settingsv1alpha1.PodPresetSpec) {
+					s.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}}}
+				}),
+			},
+			pod:  newPod(nil),
+			want: []string{`podpreset "b": volume "cache" differs from podpreset "a"'s`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, recorder := newTestPlugin(t, tc.presets...)
+			pod := tc.pod.DeepCopy()
+			err, warned := admit(t, p, pod, "pods", "", admission.Create)
+			if err != nil {
+				t.Fatalf("a conflict must not reject the pod: %v", err)
+			}
+			if diff := cmp.Diff(tc.pod, pod); diff != "" {
+				t.Errorf("pod changed despite a conflict (-before +after):\n%s", diff)
+			}
+			if len(warned) != 1 {
+				t.Fatalf("want one warning, got %v", warned)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(warned[0], want) {
+					t.Errorf("warning %q does not say %q", warned[0], want)
+				}
+			}
+			for _, pp := range tc.presets {
+				if !strings.Contains(warned[0], pp.Name) {
+					t.Errorf("warning %q does not name preset %s", warned[0], pp.Name)
+				}
+			}
+			if got := len(recorder.Events); got != len(tc.presets) {
+				t.Fatalf("want one event per matching preset (%d), got %d", len(tc.presets), got)
+			}
+			event := <-recorder.Events
+			if !strings.HasPrefix(event, "Warning "+ConflictReason+" ") {
+				t.Errorf("event %q is not a %s warning", event, ConflictReason)
+			}
+		})
+	}
+}
+
+func TestIgnoredRequests(t *testing.T) {
+	p, _ := newTestPlugin(t, newPreset("p", withEnv("A", "1")))
+	for _, tc := range []struct {
+		resource, subresource string
+		op                    admission.Operation
+	}{
+		{"pods", "", admission.Update},
+		{"pods", "ephemeralcontainers", admission.Update},
+		{"pods", "status", admission.Create},
+		{"configmaps", "", admission.Create},
+	} {
+		t.Run(fmt.Sprintf("%s/%s %s", tc.resource, tc.subresource, tc.op), func(t *testing.T) {
+			pod := newPod(nil)
+			err, _ := admit(t, p, pod, tc.resource, tc.subresource, tc.op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(newPod(nil), pod); diff != "" {
+				t.Errorf("pod changed:\n%s", diff)
+			}
+		})
+	}
+	if p.Handles(admission.Update) || p.Handles(admission.Delete) || !p.Handles(admission.Create) {
+		t.Error("the plugin must handle CREATE only")
+	}
+}
+
+func TestBadObject(t *testing.T) {
+	p, _ := newTestPlugin(t)
+	err, _ := admit(t, p, &api.ConfigMap{}, "pods", "", admission.Create)
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("want 400, got %v", err)
+	}
+}
+
+func TestNotReadyRefuses(t *testing.T) {
+	p, _ := newTestPlugin(t, newPreset("p", withEnv("A", "1")))
+	p.SetReadyFunc(func() bool { return false })
+	err, _ := admit(t, p, newPod(nil), "pods", "", admission.Create)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not yet ready") {
+		t.Fatalf("want the not-ready refusal, got %v", err)
+	}
+}
+
+func TestCompileDefaultsLikeAPod(t *testing.T) {
+	pp := newPreset("p", func(s *settingsv1alpha1.PodPresetSpec) {
+		s.Env = []corev1.EnvVar{{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
+	})
+	compiled, err := compile(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compiled.env[0].ValueFrom.FieldRef.APIVersion; got != "v1" {
+		t.Errorf("fieldRef.apiVersion = %q, want the pod default v1", got)
+	}
+	if pp.Spec.Env[0].ValueFrom.FieldRef.APIVersion != "" {
+		t.Error("compile modified the informer's object")
+	}
+}
+
+func TestCRD(t *testing.T) {
+	crd, err := CRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := crd.Annotations["api-approved.kubernetes.io"]; !strings.HasPrefix(got, "unapproved, ") {
+		t.Errorf("api-approved annotation %q must start with \"unapproved, \"", got)
+	}
+	again, err := CRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crd.Annotations[SchemaHashAnnotation] == "" || crd.Annotations[SchemaHashAnnotation] != again.Annotations[SchemaHashAnnotation] {
+		t.Errorf("schema hash is not stable: %q vs %q", crd.Annotations[SchemaHashAnnotation], again.Annotations[SchemaHashAnnotation])
+	}
+	// The API server's own CRD validation: a structural schema, CEL rules that compile
+	// within the cost budget, the approval annotation.
+	var internal apiextensions.CustomResourceDefinition
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, &internal, nil); err != nil {
+		t.Fatal(err)
+	}
+	internal.Status.StoredVersions = []string{"v1alpha1"} // set by the server on create
+	if errs := apiextensionsvalidation.ValidateCustomResourceDefinition(context.Background(), &internal); len(errs) != 0 {
+		t.Fatalf("the API server would refuse the CRD: %v", errs.ToAggregate())
+	}
+	volumeSchema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["volumes"].Items.Schema
+	for _, source := range []string{"emptyDir", "configMap", "secret", "hostPath", "persistentVolumeClaim", "projected"} {
+		if _, ok := volumeSchema.Properties[source]; !ok {
+			t.Errorf("volume schema lacks %s", source)
+		}
+	}
+}
+
+// BenchmarkAdmit measures admission of a pod in a namespace holding n presets, one of which
+// matches it.
+func BenchmarkAdmit(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("presets=%d", n), func(b *testing.B) {
+			presets := make([]*settingsv1alpha1.PodPreset, n)
+			for i := range presets {
+				presets[i] = newPreset(fmt.Sprintf("preset-%04d", i), func(s *settingsv1alpha1.PodPresetSpec) {
+					s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i)}}
+					withEnv("DB_PORT", "6379")(s)
+					withCache("cache-volume", "/cache")(s)
+				})
+			}
+			p, _ := newTestPlugin(b, presets...)
+			template := newPod(func(p *api.Pod) { p.Labels = map[string]string{"app": "app-0"} })
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				pod := template.DeepCopy()
+				attrs := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("v1"), "ns", "web",
+					api.Resource("pods").WithVersion("v1"), "", admission.Create, nil, false, nil)
+				if err := p.Admit(ctx, attrs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestEnsureCRD(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := dynamicfake.NewSimpleDynamicClient(scheme)
+	ctx := context.Background()
+	writes := func() []string {
+		var verbs []string
+		for _, a := range client.Actions() {
+			if a.GetVerb() != "get" {
+				verbs = append(verbs, a.GetVerb())
+			}
+		}
+		client.ClearActions()
+		return verbs
+	}
+
+	if err := ensureCRD(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"create"}, writes()); diff != "" {
+		t.Errorf("first install (-want +got):\n%s", diff)
+	}
+	if err := ensureCRD(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(); len(got) != 0 {
+		t.Errorf("an up-to-date CRD was written again: %v", got)
+	}
+
+	stale, err := client.Resource(crdResource).Get(ctx, CRDName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetAnnotations(map[string]string{SchemaHashAnnotation: "older"})
+	if _, err := client.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	if err := ensureCRD(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"update"}, writes()); diff != "" {
+		t.Errorf("stale schema (-want +got):\n%s", diff)
+	}
+}

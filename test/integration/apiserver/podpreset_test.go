@@ -1,0 +1,338 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
+)
+
+// The example of the Kubernetes documentation's PodPreset page.
+const allowDatabase = `
+apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata:
+  name: allow-database
+spec:
+  selector:
+    matchLabels:
+      role: frontend
+  env:
+    - name: DB_PORT
+      value: "6379"
+  volumeMounts:
+    - mountPath: /cache
+      name: cache-volume
+  volumes:
+    - name: cache-volume
+      emptyDir: {}
+`
+
+// warningRecorder keeps the warnings the server sends.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.warnings
+	w.warnings = nil
+	return out
+}
+
+var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+func TestPodPreset(t *testing.T) {
+	bins := framework.FindBinaries(t)
+	etcd := framework.StartEtcd(t, bins.Etcd)
+	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/podpreset", "--enable-admission-plugins=PodPreset")
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(server.Config)
+	warnings := &warningRecorder{}
+	warned := rest.CopyConfig(server.Config)
+	warned.WarningHandler = warnings
+	client := kubernetes.NewForConfigOrDie(warned)
+
+	var crd *unstructured.Unstructured
+	t.Run("the server installs the CRD at start-up", func(t *testing.T) {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			crd, err = dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conditions {
+				c, _ := c.(map[string]any)
+				if c["type"] == "Established" && c["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD podpresets.settings.k8s.io not established within a minute: %v", err)
+		}
+		if approval := crd.GetAnnotations()["api-approved.kubernetes.io"]; !strings.HasPrefix(approval, "unapproved, ") {
+			t.Errorf("api-approved.kubernetes.io = %q", approval)
+		}
+	})
+	if crd == nil {
+		t.FailNow()
+	}
+
+	ns := namespace(t, server.Client)
+	presets := dyn.Resource(settingsv1alpha1.Resource).Namespace(ns)
+
+	var applied *unstructured.Unstructured
+	t.Run("the documentation's example applies as YAML", func(t *testing.T) {
+		obj := fromYAML(t, allowDatabase)
+		var err error
+		applied, err = presets.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "kubectl"})
+		if err != nil {
+			t.Fatalf("applying the example: %v", err)
+		}
+		list, err := presets.List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			t.Fatalf("kubectl get podpresets: %v, %d items", err, len(list.Items))
+		}
+	})
+	if applied == nil {
+		t.FailNow()
+	}
+	waitForPreset(t, client, ns, "allow-database")
+	warnings.take()
+
+	t.Run("a matching pod gets env, mount, volume and annotation", func(t *testing.T) {
+		pod := frontendPod("website", nil)
+		created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := created.Spec.Containers[0]
+		if !hasEnv(c, "DB_PORT", "6379") {
+			t.Errorf("env: %+v", c.Env)
+		}
+		if !hasMount(c, "cache-volume", "/cache") {
+			t.Errorf("volumeMounts: %+v", c.VolumeMounts)
+		}
+		if !hasEmptyDir(created, "cache-volume") {
+			t.Errorf("volumes: %+v", created.Spec.Volumes)
+		}
+		if got, want := created.Annotations["podpreset.admission.kubernetes.io/podpreset-allow-database"], applied.GetResourceVersion(); got != want {
+			t.Errorf("annotation = %q, want the preset's resourceVersion %q", got, want)
+		}
+	})
+
+	t.Run("a non-matching pod is untouched", func(t *testing.T) {
+		pod := frontendPod("backend", func(p *corev1.Pod) { p.Labels = map[string]string{"role": "backend"} })
+		created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertUntouched(t, created)
+	})
+
+	t.Run("an excluded pod is untouched", func(t *testing.T) {
+		pod := frontendPod("excluded", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"podpreset.admission.kubernetes.io/exclude": "true"}
+		})
+		created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertUntouched(t, created)
+	})
+
+	t.Run("a conflicting pod is admitted unchanged with a warning and an event", func(t *testing.T) {
+		warnings.take()
+		pod := frontendPod("conflicting", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PORT", Value: "5432"}}
+		})
+		created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a conflict must not reject the pod: %v", err)
+		}
+		assertUntouched(t, created)
+		if !hasEnv(created.Spec.Containers[0], "DB_PORT", "5432") || len(created.Spec.Containers[0].Env) != 1 {
+			t.Errorf("the pod's own env changed: %+v", created.Spec.Containers[0].Env)
+		}
+		got := strings.Join(warnings.take(), "\n")
+		for _, want := range []string{"allow-database", `env var "DB_PORT"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("warnings %q do not mention %q", got, want)
+			}
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=PodPresetConflict"})
+			if err != nil {
+				return false, nil
+			}
+			for _, e := range events.Items {
+				if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == "allow-database" && strings.Contains(e.Message, "conflicting") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("no PodPresetConflict Warning event in %s: %v", ns, err)
+		}
+	})
+
+	t.Run("invalid presets are refused naming the field", func(t *testing.T) {
+		for name, tc := range map[string]struct{ spec, want string }{
+			"no selector":           {"env: [{name: A, value: b}]", "spec.selector: Required value"},
+			"nothing to inject":     {"selector: {}", "at least one of env, envFrom, volumes or volumeMounts must be set"},
+			"mount of no volume":    {"selector: {}\nvolumeMounts: [{name: missing, mountPath: /m}]", "spec.volumeMounts: Invalid value"},
+			"duplicate mount paths": {"selector: {}\nvolumes: [{name: v, emptyDir: {}}]\nvolumeMounts: [{name: v, mountPath: /m}, {name: v, mountPath: /m}]", "Duplicate value"},
+			"bad volume name":       {"selector: {}\nvolumes: [{name: Not_Valid, emptyDir: {}}]", "spec.volumes[0].name"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				doc := fmt.Sprintf("apiVersion: settings.k8s.io/v1alpha1\nkind: PodPreset\nmetadata: {name: bad}\nspec:\n  %s\n", strings.ReplaceAll(tc.spec, "\n", "\n  "))
+				_, err := presets.Create(ctx, fromYAML(t, doc), metav1.CreateOptions{})
+				if !apierrors.IsInvalid(err) {
+					t.Fatalf("want 422 Invalid, got %v", err)
+				}
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %q does not say %q", err.Error(), tc.want)
+				}
+			})
+		}
+	})
+
+	t.Run("kubectl explain finds the schema", func(t *testing.T) {
+		doc, err := server.Client.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/settings.k8s.io/v1alpha1").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"PodPresetSpec is what a PodPreset injects", "VolumeMounts are appended"} {
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("OpenAPI v3 document lacks %q", want)
+			}
+		}
+	})
+
+	t.Run("a server brings a CRD of an older schema up to date", func(t *testing.T) {
+		current := crd.GetAnnotations()["settings.portcullis.io/schema-hash"]
+		stale, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		annotations := stale.GetAnnotations()
+		annotations["settings.portcullis.io/schema-hash"] = "older-schema"
+		stale.SetAnnotations(annotations)
+		if _, err := dyn.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/podpreset", "--enable-admission-plugins=PodPreset")
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+			return err == nil && got.GetAnnotations()["settings.portcullis.io/schema-hash"] == current, nil
+		})
+		if err != nil {
+			t.Fatalf("the restarted server did not rewrite the stale CRD: %v", err)
+		}
+		if _, err := presets.Get(ctx, "allow-database", metav1.GetOptions{}); err != nil {
+			t.Errorf("the update lost a preset: %v", err)
+		}
+	})
+}
+
+// waitForPreset waits until the plugin's informer has the preset: a server-side dry run
+// runs admission without storing anything.
+func waitForPreset(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe, err := client.CoreV1().Pods(ns).Create(ctx, frontendPod("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		_, ok := probe.Annotations["podpreset.admission.kubernetes.io/podpreset-"+name]
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("the plugin never applied podpreset %s: %v", name, err)
+	}
+}
+
+func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+func frontendPod(name string, mutate func(*corev1.Pod)) *corev1.Pod {
+	pod := podWith(mutate)
+	pod.Name = name
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{"role": "frontend"}
+	}
+	return pod
+}
+
+func hasEnv(c corev1.Container, name, value string) bool {
+	for _, e := range c.Env {
+		if e.Name == name && e.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func hasMount(c corev1.Container, name, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.Name == name && m.MountPath == path {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEmptyDir(pod *corev1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name && v.EmptyDir != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func assertUntouched(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	for key := range pod.Annotations {
+		if strings.HasPrefix(key, "podpreset.admission.kubernetes.io/podpreset-") {
+			t.Errorf("pod %s got preset annotation %s", pod.Name, key)
+		}
+	}
+	if hasEmptyDir(pod, "cache-volume") || hasMount(pod.Spec.Containers[0], "cache-volume", "/cache") || hasEnv(pod.Spec.Containers[0], "DB_PORT", "6379") {
+		t.Errorf("pod %s was given the preset's content: %+v", pod.Name, pod.Spec)
+	}
+}
