@@ -90,17 +90,25 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 	}
 	cmd.SetContext(ctx)
 
-	namedFlagSets := s.Flags()
-	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: namedFlagSets}
-	globalFlags := namedFlagSets.FlagSet("global")
-	verflag.AddFlags(globalFlags)
-	globalflag.AddGlobalFlags(globalFlags, cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	namedFlagSets := namedFlagSets(s, cmd.Name())
 	for _, fs := range namedFlagSets.FlagSets {
 		cmd.Flags().AddFlagSet(fs)
 	}
 	columns, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, namedFlagSets, columns)
+	cmd.AddCommand(newPreflightCommand())
 	return cmd, nil
+}
+
+// namedFlagSets returns the server's flags by help section, as stock defines them: the
+// options' own, then --version and the global logging flags.
+func namedFlagSets(s *options.ServerRunOptions, name string) cliflag.NamedFlagSets {
+	fss := s.Flags()
+	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: fss}
+	globalFlags := fss.FlagSet("global")
+	verflag.AddFlags(globalFlags)
+	globalflag.AddGlobalFlags(globalFlags, name, logs.SkipLoggingConfigurationFlags())
+	return fss
 }
 
 // noPositionalArgs rejects any non-empty positional argument, as stock does.

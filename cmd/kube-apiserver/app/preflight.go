@@ -1,0 +1,458 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+	basecompatibility "k8s.io/component-base/compatibility"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/controlplane"
+	controlplaneadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
+	kubeapiserveradmission "k8s.io/kubernetes/pkg/kubeapiserver/admission"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+)
+
+const preflightLong = `Preflight checks, before you swap binaries, that this kube-apiserver accepts a node's
+command line: it parses and validates the flags through the same options as the server
+(without contacting etcd or writing any file), checks that every file they name is
+readable and that certificates and keys parse and match, loads the admission
+configuration and every plugin's configuration, and prints the admission chains that would
+load and how they differ from stock kube-apiserver with the same flags.
+
+It exits 0 when the swap is safe, and 1 listing every problem when it is not.
+
+Take the command line from one of:
+  kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml
+  kube-apiserver preflight --systemd-unit /etc/systemd/system/kube-apiserver.service [--environment-file FILE]
+  kube-apiserver preflight -- --etcd-servers=... --tls-cert-file=... ...`
+
+func newPreflightCommand() *cobra.Command {
+	var manifest, unit, environmentFile string
+	cmd := &cobra.Command{
+		Use:          "preflight",
+		Short:        "Check that this binary accepts a node's kube-apiserver command line",
+		Long:         preflightLong,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var (
+				argv   []string
+				source string
+				err    error
+			)
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case manifest != "" && unit != "":
+				return errors.New("give --manifest or --systemd-unit, not both")
+			case environmentFile != "" && unit == "":
+				return errors.New("--environment-file goes with --systemd-unit")
+			case (manifest != "" || unit != "") && len(args) > 0:
+				return fmt.Errorf("flags after -- are not taken with --manifest or --systemd-unit: %q", args)
+			case manifest != "":
+				source = "static pod manifest " + manifest
+				argv, err = commandLineFromManifest(manifest)
+			case unit != "":
+				source = "systemd unit " + unit
+				argv, err = commandLineFromSystemdUnit(unit, environmentFile)
+			case dash == 0:
+				source = "the command line after --"
+				argv = args
+			default:
+				return errors.New("give --manifest FILE, --systemd-unit FILE, or the server's flags after --")
+			}
+			if err != nil {
+				return err
+			}
+			// The plugins this builds log as the server would; the report says it all.
+			klog.SetLogger(logr.Discard())
+			klog.SetOutput(io.Discard)
+			klog.LogToStderr(false)
+			report := Preflight(cmd.Context(), argv)
+			report.Print(cmd.OutOrStdout(), source)
+			if len(report.Problems) > 0 {
+				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", len(report.Problems))
+			}
+			return nil
+		},
+	}
+	// The root command's help function prints the server's flags; this command has its own.
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		fmt.Fprintf(c.OutOrStdout(), "%s\n\nUsage:\n  %s [flags] [-- SERVER-FLAGS...]\n\nFlags:\n%s", c.Long, c.CommandPath(), c.LocalFlags().FlagUsages())
+	})
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		fmt.Fprintf(c.OutOrStderr(), "Usage:\n  %s [flags] [-- SERVER-FLAGS...]\n\nFlags:\n%s", c.CommandPath(), c.LocalFlags().FlagUsages())
+		return nil
+	})
+	cmd.Flags().StringVar(&manifest, "manifest", "", "a static pod manifest whose kube-apiserver container's command line to check")
+	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart to check")
+	cmd.Flags().StringVar(&environmentFile, "environment-file", "", "with --systemd-unit: the EnvironmentFile to expand ExecStart with, in place of the unit's own")
+	return cmd
+}
+
+// PreflightReport is what Preflight found.
+type PreflightReport struct {
+	// Args is the command line checked.
+	Args []string
+	// Problems lists, each naming its flag, file or field, why the swap is not safe.
+	Problems []string
+	// Notes are facts worth knowing that are not problems.
+	Notes []string
+	// Mutating and Validating are the admission chains that would load, in order.
+	Mutating, Validating []string
+	// StockMutating and StockValidating are stock kube-apiserver's chains for the same
+	// flags without our plugins; nil when they could not be computed.
+	StockMutating, StockValidating []string
+}
+
+func (r *PreflightReport) problem(format string, a ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, a...))
+}
+
+// Preflight checks a kube-apiserver command line (without the program name).
+func Preflight(ctx context.Context, args []string) *PreflightReport {
+	r := &PreflightReport{Args: args}
+	s, err := NewServerRunOptions()
+	if err != nil {
+		r.problem("%v", err)
+		return r
+	}
+	fs, err := parseServerFlags(s, args)
+	if err != nil {
+		r.problem("command line: %v", err)
+		return r
+	}
+	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		r.problem("--feature-gates/--emulated-version: %v", err)
+		return r
+	}
+	for _, e := range logsapi.Validate(s.Logs, featureGate, nil) {
+		r.problem("logging flags: %v", e)
+	}
+	checkFiles(r, fs)
+	checkCertificates(r, fs)
+
+	// Without --tls-cert-file the server writes a self-signed certificate into --cert-dir;
+	// preflight writes nothing, so it makes one in memory instead.
+	if s.SecureServing.ServerCert.CertKey.CertFile == "" {
+		r.Notes = append(r.Notes, fmt.Sprintf("no --tls-cert-file: the server will generate a self-signed serving certificate in %s", s.SecureServing.ServerCert.CertDirectory))
+		s.SecureServing.ServerCert.CertDirectory = ""
+	}
+	completed, err := s.Complete(ctx)
+	if err != nil {
+		r.problem("options: %v", err)
+		return r
+	}
+	for _, e := range completed.Validate() {
+		r.problem("%v", e)
+	}
+
+	r.Mutating, r.Validating, err = admissionChains(completed.Admission, s.GenericServerRunOptions.ComponentGlobalsRegistry)
+	if err != nil {
+		if file := completed.Admission.GenericAdmission.ConfigFile; file != "" {
+			r.problem("admission (--admission-control-config-file %s): %v", file, err)
+		} else {
+			r.problem("admission: %v", err)
+		}
+		return r
+	}
+	r.StockMutating, r.StockValidating, err = stockChains(args)
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("stock kube-apiserver's chain could not be computed for comparison: %v", err))
+	}
+	return r
+}
+
+// parseServerFlags parses args into s exactly as the server's command does.
+func parseServerFlags(s *options.ServerRunOptions, args []string) (*pflag.FlagSet, error) {
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, named := range namedFlagSets(s, "kube-apiserver").FlagSets {
+		fs.AddFlagSet(named)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if rest := slices.DeleteFunc(fs.Args(), func(a string) bool { return a == "" }); len(rest) > 0 {
+		return nil, fmt.Errorf("kube-apiserver takes no positional argument, got %q", rest)
+	}
+	return fs, nil
+}
+
+// fileFlags name files the server reads at start-up; each given one must be readable.
+var fileFlags = []string{
+	"admission-control-config-file", "audit-policy-file", "audit-webhook-config-file",
+	"authentication-config", "authentication-token-webhook-config-file", "authorization-config",
+	"authorization-policy-file", "authorization-webhook-config-file", "client-ca-file",
+	"egress-selector-config-file", "encryption-provider-config", "etcd-cafile", "etcd-certfile",
+	"etcd-keyfile", "kubelet-certificate-authority", "kubelet-client-certificate",
+	"kubelet-client-key", "oidc-ca-file", "peer-ca-file", "proxy-client-cert-file",
+	"proxy-client-key-file", "requestheader-client-ca-file", "service-account-key-file",
+	"service-account-signing-key-file", "tls-cert-file", "tls-private-key-file",
+	"token-auth-file", "tracing-config-file",
+}
+
+func checkFiles(r *PreflightReport, fs *pflag.FlagSet) {
+	for _, name := range fileFlags {
+		for _, path := range flagValues(fs, name) {
+			f, err := os.Open(path)
+			if err != nil {
+				r.problem("--%s: %v", name, err)
+				continue
+			}
+			f.Close()
+		}
+	}
+}
+
+// flagValues returns the non-empty values of a string, slice or array flag.
+func flagValues(fs *pflag.FlagSet, name string) []string {
+	f := fs.Lookup(name)
+	if f == nil {
+		return nil
+	}
+	var values []string
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		values = sv.GetSlice()
+	} else {
+		values = []string{f.Value.String()}
+	}
+	return slices.DeleteFunc(values, func(v string) bool { return v == "" })
+}
+
+// Certificate and key pairs that must match, and CA bundles that must parse.
+var (
+	keyPairFlags = [][2]string{
+		{"tls-cert-file", "tls-private-key-file"},
+		{"etcd-certfile", "etcd-keyfile"},
+		{"kubelet-client-certificate", "kubelet-client-key"},
+		{"proxy-client-cert-file", "proxy-client-key-file"},
+	}
+	caBundleFlags = []string{"client-ca-file", "requestheader-client-ca-file", "etcd-cafile", "kubelet-certificate-authority", "oidc-ca-file", "peer-ca-file"}
+)
+
+func checkCertificates(r *PreflightReport, fs *pflag.FlagSet) {
+	readable := func(path string) bool { f, err := os.Open(path); f.Close(); return err == nil }
+	for _, pair := range keyPairFlags {
+		certs, keys := flagValues(fs, pair[0]), flagValues(fs, pair[1])
+		if len(certs) != len(keys) {
+			r.problem("--%s and --%s go together; only one is given", pair[0], pair[1])
+			continue
+		}
+		if len(certs) == 0 || !readable(certs[0]) || !readable(keys[0]) {
+			continue // missing files are reported once, by checkFiles
+		}
+		if _, err := tls.LoadX509KeyPair(certs[0], keys[0]); err != nil {
+			r.problem("--%s %s and --%s %s: %v", pair[0], certs[0], pair[1], keys[0], err)
+		}
+	}
+	for _, name := range caBundleFlags {
+		for _, path := range flagValues(fs, name) {
+			if !readable(path) {
+				continue
+			}
+			if _, err := cert.NewPool(path); err != nil {
+				r.problem("--%s: %v", name, err)
+			}
+		}
+	}
+	for _, path := range flagValues(fs, "service-account-key-file") {
+		if readable(path) {
+			if _, err := keyutil.PublicKeysFromFile(path); err != nil {
+				r.problem("--service-account-key-file: %v", err)
+			}
+		}
+	}
+	for _, path := range flagValues(fs, "service-account-signing-key-file") {
+		if readable(path) {
+			if _, err := keyutil.PrivateKeyFromFile(path); err != nil {
+				r.problem("--service-account-signing-key-file: %v", err)
+			}
+		}
+	}
+}
+
+// admissionChains builds the admission chain the options describe, the way the server
+// does — reading --admission-control-config-file and each plugin's configuration, running
+// every plugin's own validation — and returns its phases in order. The clients point at a
+// loopback address where nothing listens and no informer is started: nothing is contacted.
+func admissionChains(opts *kubeoptions.AdmissionOptions, globals basecompatibility.ComponentGlobalsRegistry) (mutating, validating []string, err error) {
+	nowhere := &rest.Config{Host: "https://127.0.0.1:1"}
+	client, err := kubernetes.NewForConfig(nowhere)
+	if err != nil {
+		return nil, nil, err
+	}
+	dynamicClient, err := dynamic.NewForConfig(nowhere)
+	if err != nil {
+		return nil, nil, err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	config := genericapiserver.NewConfig(legacyscheme.Codecs)
+	config.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	initializers, err := (&controlplaneadmission.Config{
+		LoopbackClientConfig: nowhere,
+		ExternalInformers:    factory,
+		APIResourceConfig:    controlplane.DefaultAPIResourceConfigSource(),
+	}).New(nil, nil, webhook.NewDefaultServiceResolver(), noop.NewTracerProvider())
+	if err != nil {
+		return nil, nil, err
+	}
+	kubeInitializers, err := (&kubeapiserveradmission.Config{}).New()
+	if err != nil {
+		return nil, nil, err
+	}
+	// The recorder goes first so that it sees each plugin itself, not a metrics wrapper.
+	recorder := &chainRecorder{}
+	opts.GenericAdmission.Decorators = append(admission.Decorators{recorder}, opts.GenericAdmission.Decorators...)
+	err = opts.ApplyTo(config, factory, client, dynamicClient,
+		globals.FeatureGateFor(basecompatibility.DefaultKubeComponent),
+		globals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent),
+		append(initializers, kubeInitializers...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return recorder.mutating, recorder.validating, nil
+}
+
+// stockChains computes stock kube-apiserver's chains for args with our plugin names taken
+// out of the admission flags (stock would refuse them).
+func stockChains(args []string) (mutating, validating []string, err error) {
+	stock := options.NewServerRunOptions()
+	if _, err := parseServerFlags(stock, withoutOurPlugins(args)); err != nil {
+		return nil, nil, err
+	}
+	return admissionChains(stock.Admission, stock.GenericServerRunOptions.ComponentGlobalsRegistry)
+}
+
+var admissionListFlags = []string{"--enable-admission-plugins", "--disable-admission-plugins", "--admission-control"}
+
+// withoutOurPlugins returns args with this distribution's plugin names removed from the
+// admission flags, in both --flag=a,b and --flag a,b forms.
+func withoutOurPlugins(args []string) []string {
+	ours := sets.New[string]()
+	for _, p := range portcullisadmission.Plugins() {
+		ours.Insert(p.Name)
+	}
+	strip := func(list string) string {
+		names := slices.DeleteFunc(strings.Split(list, ","), func(n string) bool { return ours.Has(strings.TrimSpace(n)) })
+		return strings.Join(names, ",")
+	}
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		for _, flag := range admissionListFlags {
+			switch {
+			case strings.HasPrefix(out[i], flag+"="):
+				out[i] = flag + "=" + strip(strings.TrimPrefix(out[i], flag+"="))
+			case out[i] == flag && i+1 < len(out):
+				out[i+1] = strip(out[i+1])
+				i++
+			}
+		}
+	}
+	return out
+}
+
+// chainRecorder is an admission decorator that records the plugins of a chain, in order.
+type chainRecorder struct {
+	mutating, validating []string
+}
+
+func (c *chainRecorder) Decorate(handler admission.Interface, name string) admission.Interface {
+	if _, ok := handler.(admission.MutationInterface); ok {
+		c.mutating = append(c.mutating, name)
+	}
+	if _, ok := handler.(admission.ValidationInterface); ok {
+		c.validating = append(c.validating, name)
+	}
+	return handler
+}
+
+// Print writes the report for an operator.
+func (r *PreflightReport) Print(w io.Writer, source string) {
+	fmt.Fprintf(w, "Preflight of %s for %s\n", version.Get().GitVersion, source)
+	fmt.Fprintf(w, "  %d flags checked through kube-apiserver's own options\n\n", len(r.Args))
+	if r.Mutating != nil || r.Validating != nil {
+		fmt.Fprintf(w, "Mutating admission chain (%d): %s\n", len(r.Mutating), strings.Join(r.Mutating, ", "))
+		fmt.Fprintf(w, "Validating admission chain (%d): %s\n\n", len(r.Validating), strings.Join(r.Validating, ", "))
+		if r.StockMutating != nil || r.StockValidating != nil {
+			fmt.Fprintln(w, "Compared with stock kube-apiserver "+stockVersion()+" with the same flags:")
+			diffs := append(chainDiff("mutating", r.StockMutating, r.Mutating), chainDiff("validating", r.StockValidating, r.Validating)...)
+			if len(diffs) == 0 {
+				fmt.Fprintln(w, "  identical chains")
+			}
+			for _, d := range diffs {
+				fmt.Fprintln(w, "  "+d)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, "No problems found: the swap is safe.")
+		return
+	}
+	fmt.Fprintf(w, "%d problem(s):\n", len(r.Problems))
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  - %s\n", p)
+	}
+	fmt.Fprintln(w, "The swap is NOT safe.")
+}
+
+// chainDiff lists, in chain order, the plugins one chain has that the other lacks, and
+// notes if the shared plugins run in another order.
+func chainDiff(phase string, stock, ours []string) []string {
+	var out []string
+	stockSet, oursSet := sets.New(stock...), sets.New(ours...)
+	for _, name := range ours {
+		if !stockSet.Has(name) {
+			out = append(out, fmt.Sprintf("+ %s (%s; a Portcullis plugin)", name, phase))
+		}
+	}
+	for _, name := range stock {
+		if !oursSet.Has(name) {
+			out = append(out, fmt.Sprintf("- %s (%s; stock runs it, this binary would not)", name, phase))
+		}
+	}
+	shared := func(list []string, other sets.Set[string]) []string {
+		return slices.DeleteFunc(slices.Clone(list), func(n string) bool { return !other.Has(n) })
+	}
+	if !slices.Equal(shared(stock, oursSet), shared(ours, stockSet)) {
+		out = append(out, fmt.Sprintf("! the shared %s plugins run in another order", phase))
+	}
+	return out
+}
+
+// stockVersion is the Kubernetes release this binary is built on.
+func stockVersion() string {
+	v, _, _ := strings.Cut(version.Get().GitVersion, "+")
+	return v
+}

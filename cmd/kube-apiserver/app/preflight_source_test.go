@@ -1,0 +1,158 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCommandLineFromManifest(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, manifest string
+		want           []string
+		wantErr        string
+	}{
+		{
+			name: "kubeadm's layout: command holds program and flags",
+			manifest: `apiVersion: v1
+kind: Pod
+metadata: {name: kube-apiserver, namespace: kube-system}
+spec:
+  containers:
+  - name: kube-apiserver
+    image: registry.k8s.io/kube-apiserver:v1.37.1
+    command: [kube-apiserver, --secure-port=6443, --tls-cert-file=/etc/kubernetes/pki/apiserver.crt]
+`,
+			want: []string{"--secure-port=6443", "--tls-cert-file=/etc/kubernetes/pki/apiserver.crt"},
+		},
+		{
+			name: "args follow command; a sidecar is ignored",
+			manifest: `apiVersion: v1
+kind: Pod
+metadata: {name: kube-apiserver}
+spec:
+  containers:
+  - name: proxy
+    command: [envoy]
+  - name: apiserver
+    command: [/usr/local/bin/kube-apiserver]
+    args: [--v=2]
+`,
+			want: []string{"--v=2"},
+		},
+		{name: "not YAML", manifest: "{{{", wantErr: "not a Pod manifest"},
+		{name: "no apiserver", manifest: "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: x\n    command: [sleep]\n", wantErr: "no container runs kube-apiserver"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, dir, strings.Repeat("m", i+1)+".yaml", tc.manifest)
+			got, err := commandLineFromManifest(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("want an error naming %s and saying %q, got %v", path, tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := commandLineFromManifest(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--manifest") {
+		t.Errorf("a missing manifest: %v", err)
+	}
+}
+
+func TestCommandLineFromSystemdUnit(t *testing.T) {
+	dir := t.TempDir()
+	env := writeFile(t, dir, "kube-apiserver.env", `# paths an operator edits
+KUBE_APISERVER=/usr/local/bin/kube-apiserver
+ETCD_SERVERS="https://10.0.0.1:2379,https://10.0.0.2:2379"
+EXTRA_ARGS=--v=2 --profiling=false
+`)
+	other := writeFile(t, dir, "other.env", "KUBE_APISERVER=/opt/kube-apiserver\nETCD_SERVERS=https://e:2379\nEXTRA_ARGS=\n")
+	unit := writeFile(t, dir, "kube-apiserver.service", `[Unit]
+Description=Kubernetes API server
+ExecStart=/not/this/section
+
+[Service]
+Type=simple
+Environment="CERT_DIR=/etc/kubernetes/pki" SECURE_PORT=6443
+EnvironmentFile=`+env+`
+ExecStart=${KUBE_APISERVER} \
+  --etcd-servers=${ETCD_SERVERS} \
+  --secure-port=${SECURE_PORT} \
+  --tls-cert-file=${CERT_DIR}/apiserver.crt \
+  $EXTRA_ARGS
+Restart=on-failure
+`)
+	got, err := commandLineFromSystemdUnit(unit, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--etcd-servers=https://10.0.0.1:2379,https://10.0.0.2:2379", "--secure-port=6443", "--tls-cert-file=/etc/kubernetes/pki/apiserver.crt", "--v=2", "--profiling=false"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	got, err = commandLineFromSystemdUnit(unit, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"--etcd-servers=https://e:2379", "--secure-port=6443", "--tls-cert-file=/etc/kubernetes/pki/apiserver.crt"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("with --environment-file (-want +got):\n%s", diff)
+	}
+
+	noExec := writeFile(t, dir, "none.service", "[Service]\nType=simple\n")
+	if _, err := commandLineFromSystemdUnit(noExec, ""); err == nil || !strings.Contains(err.Error(), "ExecStart") {
+		t.Errorf("a unit without ExecStart: %v", err)
+	}
+	missingEnv := writeFile(t, dir, "missing-env.service", "[Service]\nEnvironmentFile="+filepath.Join(dir, "nope.env")+"\nExecStart=/bin/kube-apiserver\n")
+	if _, err := commandLineFromSystemdUnit(missingEnv, ""); err == nil || !strings.Contains(err.Error(), "nope.env") {
+		t.Errorf("a missing EnvironmentFile: %v", err)
+	}
+	optionalEnv := writeFile(t, dir, "optional-env.service", "[Service]\nEnvironmentFile=-"+filepath.Join(dir, "nope.env")+"\nExecStart=/bin/kube-apiserver --v=1\n")
+	if got, err := commandLineFromSystemdUnit(optionalEnv, ""); err != nil || len(got) != 1 {
+		t.Errorf("an optional missing EnvironmentFile: %v %v", got, err)
+	}
+}
+
+func TestWithoutOurPlugins(t *testing.T) {
+	got := withoutOurPlugins([]string{
+		"--enable-admission-plugins=NodeRestriction,PodPreset,SecurityContextDeny",
+		"--disable-admission-plugins", "DenyEscalatingExec,ResourceQuota",
+		"--v=2",
+	})
+	want := []string{"--enable-admission-plugins=NodeRestriction", "--disable-admission-plugins", "ResourceQuota", "--v=2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestChainDiff(t *testing.T) {
+	got := chainDiff("validating", []string{"A", "B", "C"}, []string{"A", "X", "C", "B"})
+	want := []string{"+ X (validating; a Portcullis plugin)", "! the shared validating plugins run in another order"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := chainDiff("mutating", []string{"A"}, []string{"A"}); len(got) != 0 {
+		t.Errorf("identical chains differ: %v", got)
+	}
+}
