@@ -79,10 +79,24 @@ func commandLineFromSystemdUnit(unitPath, environmentFile string) ([]string, err
 	for _, word := range splitWords(line) {
 		argv = append(argv, expand(word, env)...)
 	}
+	argv = withoutEnvWrapper(argv)
 	if len(argv) == 0 || filepath.Base(argv[0]) != "kube-apiserver" {
 		return nil, fmt.Errorf("--systemd-unit %s: ExecStart runs %q, not kube-apiserver", unitPath, strings.Join(argv, " "))
 	}
 	return argv[1:], nil
+}
+
+// withoutEnvWrapper drops a leading env(1) and its NAME=VALUE assignments: units start a
+// binary whose path is a variable through env, since systemd expands none in the program.
+func withoutEnvWrapper(argv []string) []string {
+	if len(argv) == 0 || filepath.Base(argv[0]) != "env" {
+		return argv
+	}
+	argv = argv[1:]
+	for len(argv) > 0 && strings.Contains(argv[0], "=") && !strings.HasPrefix(argv[0], "-") {
+		argv = argv[1:]
+	}
+	return argv
 }
 
 // parseUnit returns the [Service] settings of a unit file, in order, line continuations

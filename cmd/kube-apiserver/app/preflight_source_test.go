@@ -120,6 +120,11 @@ Restart=on-failure
 		t.Errorf("with --environment-file (-want +got):\n%s", diff)
 	}
 
+	wrapped := writeFile(t, dir, "wrapped.service", "[Service]\nEnvironmentFile="+env+"\nExecStart=/usr/bin/env GODEBUG=x509sha1=0 ${KUBE_APISERVER} --v=3\n")
+	if got, err := commandLineFromSystemdUnit(wrapped, ""); err != nil || !cmp.Equal(got, []string{"--v=3"}) {
+		t.Errorf("a binary started through env: %v %v", got, err)
+	}
+
 	noExec := writeFile(t, dir, "none.service", "[Service]\nType=simple\n")
 	if _, err := commandLineFromSystemdUnit(noExec, ""); err == nil || !strings.Contains(err.Error(), "ExecStart") {
 		t.Errorf("a unit without ExecStart: %v", err)
