@@ -109,6 +109,54 @@ func TestPreflightOnAKubeadmNode(t *testing.T) {
 		}
 	}
 
+	t.Run("the shipped systemd unit's ExecStart passes on this node", func(t *testing.T) {
+		root := framework.RepoRoot(t)
+		pki := func(name string) string { return filepath.Join(node.pki, name) }
+		env := map[string]string{
+			"KUBE_APISERVER_BINARY":            bins.APIServer,
+			"ADVERTISE_ADDRESS":                "192.0.2.10",
+			"BIND_ADDRESS":                     "127.0.0.1",
+			"SECURE_PORT":                      fmt.Sprint(framework.FreePort(t)),
+			"TLS_CERT_FILE":                    pki(kubeadmconstants.APIServerCertName),
+			"TLS_PRIVATE_KEY_FILE":             pki(kubeadmconstants.APIServerKeyName),
+			"CLIENT_CA_FILE":                   pki(kubeadmconstants.CACertName),
+			"ETCD_SERVERS":                     node.etcd.ClientURL,
+			"ETCD_CAFILE":                      pki(kubeadmconstants.EtcdCACertName),
+			"ETCD_CERTFILE":                    pki(kubeadmconstants.APIServerEtcdClientCertName),
+			"ETCD_KEYFILE":                     pki(kubeadmconstants.APIServerEtcdClientKeyName),
+			"KUBELET_CLIENT_CERTIFICATE":       pki(kubeadmconstants.APIServerKubeletClientCertName),
+			"KUBELET_CLIENT_KEY":               pki(kubeadmconstants.APIServerKubeletClientKeyName),
+			"PROXY_CLIENT_CERT_FILE":           pki(kubeadmconstants.FrontProxyClientCertName),
+			"PROXY_CLIENT_KEY_FILE":            pki(kubeadmconstants.FrontProxyClientKeyName),
+			"REQUESTHEADER_CLIENT_CA_FILE":     pki(kubeadmconstants.FrontProxyCACertName),
+			"SERVICE_ACCOUNT_ISSUER":           "https://kubernetes.default.svc.cluster.local",
+			"SERVICE_ACCOUNT_KEY_FILE":         pki(kubeadmconstants.ServiceAccountPublicKeyName),
+			"SERVICE_ACCOUNT_SIGNING_KEY_FILE": pki(kubeadmconstants.ServiceAccountPrivateKeyName),
+			"SERVICE_CLUSTER_IP_RANGE":         "10.96.0.0/12",
+			"ENABLE_ADMISSION_PLUGINS":         "NodeRestriction,SecurityContextDeny,DenyEscalatingExec,DenyExecOnPrivileged,PodPreset",
+			"ADMISSION_CONTROL_CONFIG_FILE":    filepath.Join(root, "build", "deploy", "static-pod", "admission-config.yaml"),
+			"KUBE_APISERVER_EXTRA_ARGS":        "--v=1",
+		}
+		var lines []string
+		for k, v := range env {
+			lines = append(lines, k+"="+v)
+		}
+		envFile := filepath.Join(t.TempDir(), "kube-apiserver.env")
+		if err := os.WriteFile(envFile, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		unit := filepath.Join(root, "build", "deploy", "systemd", "kube-apiserver.service")
+		out, code := run(t, bins.APIServer, "preflight", "--systemd-unit", unit, "--environment-file", envFile)
+		if code != 0 {
+			t.Fatalf("preflight failed on the shipped unit (exit %d):\n%s", code, out)
+		}
+		for _, plugin := range []string{"PodPreset", "SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged"} {
+			if !strings.Contains(out, "+ "+plugin+" (") {
+				t.Errorf("preflight does not list %s as added to stock's chain:\n%s", plugin, out)
+			}
+		}
+	})
+
 	// The same command line, exactly, serves.
 	args := node.manifestArgs(t)
 	running := framework.StartProcess(t, "kube-apiserver", filepath.Join(t.TempDir(), "kube-apiserver.log"), bins.APIServer, args...)

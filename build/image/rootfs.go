@@ -1,0 +1,103 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// The image's filesystem and runtime settings follow upstream's kube-apiserver image:
+// registry.k8s.io/kube-apiserver is built FROM go-runner, which is FROM
+// gcr.io/distroless/static-debian12 with no USER of its own, so it runs as root (uid 0). Its
+// /etc/passwd is distroless's: root, nonroot (65532) and nobody (65534), so that an operator
+// who sets runAsUser: 65532 — or kubeadm's RootlessControlPlane, which sets its own uid —
+// gets a named user. Running as root by default is what makes this image a drop-in for
+// kubeadm's static pod, whose keys under /etc/kubernetes/pki are root's and mode 0600.
+const (
+	binaryPath = "/usr/local/bin/kube-apiserver"
+	imageUser  = "0"
+	caBundle   = "/etc/ssl/certs/ca-certificates.crt"
+)
+
+// imageEnv is distroless's: a PATH holding /usr/local/bin, so a pod's command
+// "kube-apiserver" (kubeadm's) resolves, and SSL_CERT_FILE for the CA bundle.
+var imageEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"SSL_CERT_FILE=" + caBundle,
+}
+
+// caCertificates is Mozilla's CA set as Debian packages it, snapshotted into the repository
+// by hack/update-ca-certificates.sh so the image does not depend on the build machine (whose
+// own bundle may hold local additions).
+//
+//go:embed ca-certificates.crt
+var caCertificates []byte
+
+// account is a user with a group of the same name and id.
+type account struct {
+	name string
+	id   int
+	home string
+}
+
+var accounts = []account{
+	{name: "root", id: 0, home: "/root"},
+	{name: "nonroot", id: 65532, home: "/home/nonroot"},
+	{name: "nobody", id: 65534, home: "/nonexistent"},
+}
+
+// passwdFile renders /etc/passwd; no account has a usable shell.
+func passwdFile(accounts []account) []byte {
+	var b strings.Builder
+	for _, a := range accounts {
+		fmt.Fprintf(&b, "%s:x:%d:%d:%s:%s:/sbin/nologin\n", a.name, a.id, a.id, a.name, a.home)
+	}
+	return []byte(b.String())
+}
+
+// groupFile renders /etc/group.
+func groupFile(accounts []account) []byte {
+	var b strings.Builder
+	for _, a := range accounts {
+		fmt.Fprintf(&b, "%s:x:%d:\n", a.name, a.id)
+	}
+	return []byte(b.String())
+}
+
+// baseEntries is the layer every platform shares: accounts, CA certificates, home
+// directories and a world-writable /tmp (Go's os.TempDir), as in distroless.
+func baseEntries() []entry {
+	return []entry{
+		{name: "etc/passwd", mode: 0o644, data: passwdFile(accounts)},
+		{name: "etc/group", mode: 0o644, data: groupFile(accounts)},
+		{name: strings.TrimPrefix(caBundle, "/"), mode: 0o644, data: caCertificates},
+		{name: "root", dir: true, mode: 0o700},
+		{name: "home/nonroot", dir: true, mode: 0o700, uid: 65532, gid: 65532},
+		{name: "tmp", dir: true, mode: 0o1777},
+	}
+}
+
+// binaryEntries is a platform's own layer: the binary alone.
+func binaryEntries(binary []byte) []entry {
+	return []entry{{name: strings.TrimPrefix(binaryPath, "/"), mode: 0o755, data: binary}}
+}
+
+// configFile is a platform's image configuration; the layers' diff IDs and history are
+// added as the layers are appended.
+func configFile(platform v1.Platform, created time.Time) *v1.ConfigFile {
+	return &v1.ConfigFile{
+		Architecture: platform.Architecture,
+		OS:           platform.OS,
+		Created:      v1.Time{Time: created},
+		Config: v1.Config{
+			Entrypoint: []string{binaryPath},
+			User:       imageUser,
+			Env:        imageEnv,
+			WorkingDir: "/",
+		},
+		RootFS: v1.RootFS{Type: "layers"},
+	}
+}

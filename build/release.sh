@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds the release into DIR:
+#   DIR/<os>/<arch>/kube-apiserver            static (CGO_ENABLED=0), -trimpath, version-stamped
+#   DIR/kube-apiserver-<version>.oci.tar      OCI image layout: one image per platform, one index
+#   DIR/SHA256SUMS                            sha256sum -c format, over all of the above
+# With --binaries-only, just the binaries. Every byte follows from the commit and
+# SOURCE_DATE_EPOCH (the Makefile sets it to the last commit's time); `make verify-release`
+# checks that two builds agree.
+#
+# usage: build/release.sh [--binaries-only] DIR PLATFORM...   (PLATFORM: linux/amd64, linux/arm64)
+source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
+cd "${PORTCULLIS_ROOT}"
+GO=${GO:-go}
+
+binaries_only=false
+if [[ ${1:-} == --binaries-only ]]; then
+  binaries_only=true
+  shift
+fi
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 [--binaries-only] DIR PLATFORM..." >&2
+  exit 2
+fi
+dir=$1
+shift
+if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
+  echo "SOURCE_DATE_EPOCH is not set: run through make, which sets it to the last commit's time" >&2
+  exit 1
+fi
+
+version=$(tr -d '[:space:]' <VERSION)
+ldflags=$(build/version.sh)
+mkdir -p "${dir}"
+dir=$(cd "${dir}" && pwd)
+# Outputs of an earlier build (another version, other platforms) must not linger beside these.
+rm -rf "${dir}/linux" "${dir}/SHA256SUMS" "${dir}"/kube-apiserver-*.oci.tar
+
+artifacts=()
+image_args=()
+for platform in "$@"; do
+  if [[ ! ${platform} =~ ^linux/(amd64|arm64)$ ]]; then
+    echo "platform ${platform}: the release builds linux/amd64 and linux/arm64" >&2
+    exit 1
+  fi
+  out="${dir}/${platform}/kube-apiserver"
+  echo "building ${out}"
+  # The one place release binaries are built: the reproducibility check runs this same command.
+  CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
+    "${GO}" build -trimpath -buildvcs=false -ldflags "${ldflags}" -o "${out}" ./cmd/kube-apiserver
+  artifacts+=("${platform}/kube-apiserver")
+  image_args+=(-binary "${platform}=${out}")
+done
+
+if [[ ${binaries_only} == false ]]; then
+  image="kube-apiserver-${version}.oci.tar"
+  "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \
+    "${image_args[@]}" -o "${dir}/${image}"
+  artifacts+=("${image}")
+fi
+
+mapfile -t artifacts < <(printf '%s\n' "${artifacts[@]}" | LC_ALL=C sort)
+(cd "${dir}" && sha256sum -- "${artifacts[@]}" >SHA256SUMS)
+echo "wrote ${dir}/SHA256SUMS:"
+cat "${dir}/SHA256SUMS"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Checks that the release is reproducible.
+#
+#   build/verify-release.sh WORKDIR PLATFORM...
+#     builds the whole release twice, into WORKDIR/1 and WORKDIR/2, requires the two to be
+#     byte-identical, and requires the image index to hold exactly linux/amd64 and linux/arm64.
+#   build/verify-release.sh --binaries REFERENCE_DIR WORKDIR PLATFORM...
+#     builds just the binaries into WORKDIR and requires each to equal REFERENCE_DIR's (what
+#     `make test` runs after `make release`; with a warm build cache it costs only a link).
+#
+# Both builds share Go's build cache, so this proves the link and the packaging reproducible
+# and independent of the output directory; the compiler's own determinism is Go's to keep.
+# WORKDIR is removed when the check passes and kept for inspection when it fails.
+source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
+cd "${PORTCULLIS_ROOT}"
+GO=${GO:-go}
+
+# tree_fingerprint identifies the sources a build sees: the commit, tracked changes and
+# untracked files. A change between two builds makes them differ for a reason that is not
+# reproducibility's, and is reported as such.
+tree_fingerprint() {
+  {
+    git rev-parse HEAD
+    git diff HEAD --binary
+    git ls-files --others --exclude-standard -z | xargs -0 -r sha256sum --
+  } 2>/dev/null | sha256sum
+}
+
+# explain_difference FINGERPRINT: says whether the sources changed since FINGERPRINT was taken.
+explain_difference() {
+  if [[ $(tree_fingerprint) != "$1" ]]; then
+    echo "the sources changed while the check ran (a commit or an edit in this tree): the builds saw different inputs; rerun it on a quiet tree" >&2
+  else
+    echo "the sources did not change during the check: this is a reproducibility bug" >&2
+  fi
+}
+
+reference=""
+if [[ ${1:-} == --binaries ]]; then
+  reference=$2
+  shift 2
+fi
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 [--binaries REFERENCE_DIR] WORKDIR PLATFORM..." >&2
+  exit 2
+fi
+work=$1
+shift
+rm -rf "${work}"
+mkdir -p "${work}"
+work=$(cd "${work}" && pwd)
+
+fingerprint=$(tree_fingerprint)
+if [[ -n ${reference} ]]; then
+  build/release.sh --binaries-only "${work}" "$@"
+  for platform in "$@"; do
+    if ! cmp "${reference}/${platform}/kube-apiserver" "${work}/${platform}/kube-apiserver"; then
+      echo "NOT REPRODUCIBLE: ${reference}/${platform}/kube-apiserver and ${work}/${platform}/kube-apiserver differ (kept for inspection)" >&2
+      explain_difference "${fingerprint}"
+      exit 1
+    fi
+    echo "reproducible: ${platform}/kube-apiserver ($(cut -d' ' -f1 <(sha256sum "${work}/${platform}/kube-apiserver")))"
+  done
+  rm -rf "${work}"
+  exit 0
+fi
+
+build/release.sh "${work}/1" "$@"
+build/release.sh "${work}/2" "$@"
+if ! diff -r "${work}/1" "${work}/2"; then
+  echo "NOT REPRODUCIBLE: ${work}/1 and ${work}/2 differ (kept for inspection)" >&2
+  explain_difference "${fingerprint}"
+  exit 1
+fi
+echo "reproducible: two builds agree on every file:"
+cat "${work}/1/SHA256SUMS"
+
+# The index's platforms, checked by the release test package; -v output proves the test ran.
+log="${work}/index-test.log"
+if ! PORTCULLIS_RELEASE_DIR="${work}/1" "${GO}" test -count=1 -v -run '^TestImageIndexPlatforms$' ./test/release/ >"${log}" 2>&1 ||
+  ! grep -q '^--- PASS: TestImageIndexPlatforms' "${log}"; then
+  cat "${log}" >&2
+  echo "the image index check failed (${log})" >&2
+  exit 1
+fi
+echo "the image index holds linux/amd64 and linux/arm64"
+rm -rf "${work}"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, from Debian, the tools the release tests run when they are missing: skopeo (reads
+# the OCI image archive) and systemd (systemd-analyze verifies the unit). `make test-release`
+# runs it; it needs root to install (CI has it), and does nothing when both are present.
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+
+missing=()
+command -v skopeo >/dev/null || missing+=(skopeo)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo "the release tests need ${missing[*]}: run sudo $0 (or apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "the release tests need ${missing[*]}, and there is no apt-get here to install them: install them yourself" >&2
+  exit 1
+fi
+echo "installing ${missing[*]} for the release tests"
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,413 @@
+package release
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
+	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
+	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
+
+	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+)
+
+const (
+	staticPodPatch       = "build/deploy/static-pod/kube-apiserver.yaml"
+	staticPodAdmission   = "build/deploy/static-pod/admission-config.yaml"
+	systemdUnit          = "build/deploy/systemd/kube-apiserver.service"
+	systemdEnvironment   = "build/deploy/systemd/kube-apiserver.env"
+	kubeadmDefaultPlugin = "NodeRestriction"
+)
+
+// wantPlugins are the admission plugins both deployments enable: kubeadm's default and ours.
+func wantPlugins() []string {
+	names := []string{kubeadmDefaultPlugin}
+	for _, p := range portcullisadmission.Plugins() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// parseAPIServerFlags parses args with kube-apiserver v1.37.1's own flag set, as the server
+// would, and returns the admission plugins they enable and the admission config file.
+func parseAPIServerFlags(t *testing.T, args []string) (enabled []string, configFile string) {
+	t.Helper()
+	opts := apiserveroptions.NewServerRunOptions()
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	for _, named := range opts.Flags().FlagSets {
+		fs.AddFlagSet(named)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("kube-apiserver would reject its flags: %v\nflags: %q", err, args)
+	}
+	if fs.NArg() != 0 {
+		t.Fatalf("kube-apiserver would be left with arguments that are not flags: %q", fs.Args())
+	}
+	return opts.Admission.GenericAdmission.EnablePlugins, opts.Admission.GenericAdmission.ConfigFile
+}
+
+// checkEnabled fails unless enabled holds every plugin of wantPlugins.
+func checkEnabled(t *testing.T, where string, enabled []string) {
+	t.Helper()
+	for _, name := range wantPlugins() {
+		if !slices.Contains(enabled, name) {
+			t.Errorf("%s: --enable-admission-plugins comes to %q, which lacks %s", where, enabled, name)
+		}
+	}
+}
+
+// TestReleaseBinaryKnowsThePlugins holds the deployments' plugin names to the release binary's
+// own list, from its --help.
+func TestReleaseBinaryKnowsThePlugins(t *testing.T) {
+	r := loadRelease(t)
+	path := r.binary(hostPlatform(t))
+	out, err := exec.Command(path, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --help: %v\n%s", path, err, out)
+	}
+	help := regexp.MustCompile(`\s+`).ReplaceAllString(string(out), " ")
+	_, list, ok := strings.Cut(help, "--enable-admission-plugins strings")
+	if !ok {
+		t.Fatalf("%s --help does not describe --enable-admission-plugins", path)
+	}
+	_, list, ok = strings.Cut(list, "Comma-delimited list of admission plugins: ")
+	if !ok {
+		t.Fatalf("%s --help does not list the admission plugins", path)
+	}
+	list, _, _ = strings.Cut(list, ".")
+	known := strings.Split(list, ", ")
+	for _, name := range wantPlugins() {
+		if !slices.Contains(known, name) {
+			t.Errorf("%s does not know the admission plugin %s; it knows %q", path, name, known)
+		}
+	}
+}
+
+// kubeadmAPIServerPod is the kube-apiserver static pod kubeadm (of the Kubernetes release
+// Portcullis builds on) writes for a default configuration of that release, from kubeadm's
+// own code.
+func kubeadmAPIServerPod(t *testing.T, kubeVersion string) corev1.Pod {
+	t.Helper()
+	cfg, err := configutil.DefaultedStaticInitConfiguration()
+	if err != nil {
+		t.Fatalf("kubeadm's default configuration: %v", err)
+	}
+	cfg.KubernetesVersion = kubeVersion
+	pod, ok := controlplane.GetStaticPodSpecs(&cfg.ClusterConfiguration, &cfg.LocalAPIEndpoint, nil)["kube-apiserver"]
+	if !ok {
+		t.Fatal("kubeadm writes no kube-apiserver static pod")
+	}
+	return pod
+}
+
+func apiServerContainer(t *testing.T, pod corev1.Pod) corev1.Container {
+	t.Helper()
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "kube-apiserver" {
+			return c
+		}
+	}
+	t.Fatalf("pod %s has no container kube-apiserver", pod.Name)
+	return corev1.Container{}
+}
+
+// TestStaticPodPatch applies the patch the way `kubeadm init --patches` does, with kubeadm's
+// code, to the manifest kubeadm v1.37.1 generates.
+func TestStaticPodPatch(t *testing.T) {
+	version := readVersion(t)
+	kubeVersion, _, _ := strings.Cut(version, "+")
+	stock := kubeadmAPIServerPod(t, kubeVersion)
+	stockContainer := apiServerContainer(t, stock)
+	if want := "registry.k8s.io/kube-apiserver:" + kubeVersion; stockContainer.Image != want {
+		t.Fatalf("kubeadm's pod runs %s, want %s", stockContainer.Image, want)
+	}
+
+	// An operator's --patches directory: the file under its own name.
+	patchDir := t.TempDir()
+	patch, err := os.ReadFile(repoFile(t, staticPodPatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(patchDir, filepath.Base(staticPodPatch)), patch, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	patched, err := staticpod.PatchStaticPod(stock.DeepCopy(), patchDir, &log)
+	if err != nil {
+		t.Fatalf("kubeadm cannot apply %s: %v\n%s", staticPodPatch, err, log.String())
+	}
+	if !strings.Contains(log.String(), `Applied patch of type "application/strategic-merge-patch+json" to target "kube-apiserver"`) {
+		t.Fatalf("kubeadm did not apply %s as a strategic merge patch to kube-apiserver:\n%s", staticPodPatch, log.String())
+	}
+	c := apiServerContainer(t, *patched)
+
+	if want := "localhost/portcullis/kube-apiserver:" + strings.ReplaceAll(version, "+", "-"); c.Image != want {
+		t.Errorf("the patched pod runs %s, want %s (the tag of VERSION %s)", c.Image, want, version)
+	}
+	if c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("imagePullPolicy %s; the imported localhost/ image needs IfNotPresent", c.ImagePullPolicy)
+	}
+	if !slices.Equal(c.Command, stockContainer.Command) {
+		t.Errorf("the patch changed kubeadm's command:\nstock:   %q\npatched: %q", stockContainer.Command, c.Command)
+	}
+	for _, v := range stock.Spec.Volumes {
+		if !slices.ContainsFunc(patched.Spec.Volumes, func(p corev1.Volume) bool { return p.Name == v.Name }) {
+			t.Errorf("the patch dropped kubeadm's volume %s", v.Name)
+		}
+	}
+
+	// The container runs command followed by args.
+	enabled, configFile := parseAPIServerFlags(t, append(slices.Clone(c.Command[1:]), c.Args...))
+	checkEnabled(t, staticPodPatch, enabled)
+	if configFile == "" {
+		t.Fatalf("%s sets no --admission-control-config-file", staticPodPatch)
+	}
+
+	// The config file must come from the host through a hostPath volume, read-only.
+	var mount *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		if strings.HasPrefix(configFile, strings.TrimSuffix(m.MountPath, "/")+"/") {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if mount == nil {
+		t.Fatalf("--admission-control-config-file=%s is under no volume mount of the container", configFile)
+	}
+	if !mount.ReadOnly {
+		t.Errorf("volume mount %s is writable; the server only reads it", mount.Name)
+	}
+	i := slices.IndexFunc(patched.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == mount.Name })
+	if i < 0 || patched.Spec.Volumes[i].HostPath == nil {
+		t.Fatalf("volume %s is not a hostPath volume", mount.Name)
+	}
+	if hp := patched.Spec.Volumes[i].HostPath; hp.Path != mount.MountPath || hp.Type == nil || *hp.Type != corev1.HostPathDirectory {
+		hostPathType := "unset"
+		if hp.Type != nil {
+			hostPathType = string(*hp.Type)
+		}
+		t.Errorf("volume %s mounts host path %s (type %s) at %s; want the same path, type Directory", mount.Name, hp.Path, hostPathType, mount.MountPath)
+	}
+	if want := "/etc/kubernetes/portcullis/" + filepath.Base(staticPodAdmission); configFile != want {
+		t.Errorf("--admission-control-config-file=%s; the documented place for %s is %s", configFile, staticPodAdmission, want)
+	}
+}
+
+// TestAdmissionConfig reads the example admission configuration the way kube-apiserver does.
+func TestAdmissionConfig(t *testing.T) {
+	path := repoFile(t, staticPodAdmission)
+	scheme := runtime.NewScheme()
+	apiserverinstall.Install(scheme)
+	provider, err := admission.ReadAdmissionConfiguration(wantPlugins(), path, scheme)
+	if err != nil {
+		t.Fatalf("kube-apiserver would reject %s: %v", staticPodAdmission, err)
+	}
+	// A plugin of ours that takes configuration must be configured in the example.
+	for _, p := range portcullisadmission.Plugins() {
+		cfg, err := provider.ConfigFor(p.Name)
+		if err != nil {
+			t.Errorf("%s: configuration for %s: %v", staticPodAdmission, p.Name, err)
+		}
+		if (p.ExampleConfig != "") != (cfg != nil) {
+			t.Errorf("%s: %s takes configuration: %t; the file configures it: %t", staticPodAdmission, p.Name, p.ExampleConfig != "", cfg != nil)
+		}
+	}
+}
+
+// TestSystemdUnitVerifies runs systemd's own checks on the unit. The program systemd starts is
+// /usr/bin/env (systemd expands no variables in the program's path), so that is the path
+// `systemd-analyze verify` finds; TestSystemdUnitSettings checks what the unit passes to it.
+func TestSystemdUnitVerifies(t *testing.T) {
+	analyze := lookTool(t, "systemd-analyze", "systemd")
+	path := repoFile(t, systemdUnit)
+	out, err := exec.Command(analyze, "verify", "--man=no", path).CombinedOutput()
+	// verify reports unknown or malformed settings as warnings and still exits 0.
+	if err != nil {
+		t.Fatalf("systemd-analyze verify %s: %v\n%s", systemdUnit, err, out)
+	}
+	if len(bytes.TrimSpace(out)) != 0 {
+		t.Fatalf("systemd-analyze verify %s warns:\n%s", systemdUnit, out)
+	}
+}
+
+// unit is a systemd unit file's settings, by section and key.
+type unit map[string]map[string][]string
+
+func parseUnit(t *testing.T, path string) unit {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := unit{}
+	section := ""
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+			u[section] = map[string][]string{}
+		default:
+			key, value, ok := strings.Cut(line, "=")
+			if !ok || section == "" {
+				t.Fatalf("%s: line %d: %q is not key=value in a section", path, n+1, line)
+			}
+			u[section][key] = append(u[section][key], value)
+		}
+	}
+	return u
+}
+
+func (u unit) one(t *testing.T, section, key string) string {
+	t.Helper()
+	values := u[section][key]
+	if len(values) != 1 {
+		t.Fatalf("%s: [%s] %s= is set %d times, want once", systemdUnit, section, key, len(values))
+	}
+	return values[0]
+}
+
+// parseEnvironmentFile reads KEY=VALUE lines; the example uses no quoting.
+func parseEnvironmentFile(t *testing.T, path string) (map[string]string, []string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	var order []string
+	scanner := bufio.NewScanner(f)
+	for n := 1; scanner.Scan(); n++ {
+		line := scanner.Text()
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if !ok || !regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`).MatchString(key) || strings.ContainsAny(value, `"'\`) {
+			t.Fatalf("%s:%d: %q is not an unquoted KEY=value line", path, n, line)
+		}
+		if _, dup := env[key]; dup {
+			t.Fatalf("%s:%d: %s is set twice", path, n, key)
+		}
+		env[key] = value
+		order = append(order, key)
+	}
+	if err := scanner.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return env, order
+}
+
+var unitVariable = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}|\$([A-Za-z0-9_]+)`)
+
+// expandExecStart expands a command line the way systemd does: "${VAR}" inside a word is
+// replaced by the value, and the word stays one argument; "$VAR" as a word of its own becomes
+// the value split at whitespace. It also returns the variables used.
+func expandExecStart(t *testing.T, words []string, env map[string]string) (args, used []string) {
+	t.Helper()
+	for _, word := range words {
+		if m := regexp.MustCompile(`^\$([A-Za-z0-9_]+)$`).FindStringSubmatch(word); m != nil {
+			value, ok := env[m[1]]
+			if !ok {
+				t.Fatalf("%s uses $%s, which %s does not set", systemdUnit, m[1], systemdEnvironment)
+			}
+			used = append(used, m[1])
+			args = append(args, strings.Fields(value)...)
+			continue
+		}
+		args = append(args, unitVariable.ReplaceAllStringFunc(word, func(v string) string {
+			name := strings.Trim(v, "${}")
+			value, ok := env[name]
+			if !ok {
+				t.Fatalf("%s uses %s, which %s does not set", systemdUnit, v, systemdEnvironment)
+			}
+			used = append(used, name)
+			return value
+		}))
+	}
+	return args, used
+}
+
+func TestSystemdUnitSettings(t *testing.T) {
+	u := parseUnit(t, repoFile(t, systemdUnit))
+	env, envOrder := parseEnvironmentFile(t, repoFile(t, systemdEnvironment))
+
+	if got := u.one(t, "Service", "EnvironmentFile"); got != "/etc/kubernetes/kube-apiserver.env" {
+		t.Errorf("EnvironmentFile=%s, want /etc/kubernetes/kube-apiserver.env (where the env file's comment says to install it)", got)
+	}
+	for key, want := range map[string]string{"NoNewPrivileges": "yes", "Restart": "on-failure", "LimitNOFILE": "1048576", "ProtectSystem": "strict", "ProtectHome": "yes"} {
+		if got := u.one(t, "Service", key); got != want {
+			t.Errorf("%s=%s, want %s", key, got, want)
+		}
+	}
+
+	// Type=notify only while the API server really sends READY=1.
+	if got, want := u.one(t, "Service", "Type"), notifyTypeFromSource(t); got != want {
+		t.Errorf("Type=%s, but k8s.io/apiserver's source calls for Type=%s", got, want)
+	}
+
+	words := strings.Fields(u.one(t, "Service", "ExecStart"))
+	if len(words) < 2 || words[0] != "/usr/bin/env" || words[1] != "${KUBE_APISERVER_BINARY}" {
+		t.Fatalf("ExecStart starts %q, want /usr/bin/env ${KUBE_APISERVER_BINARY}", words[:min(2, len(words))])
+	}
+	if env["KUBE_APISERVER_BINARY"] != "/usr/local/bin/kube-apiserver" {
+		t.Errorf("KUBE_APISERVER_BINARY=%s, want /usr/local/bin/kube-apiserver, where the image has it too", env["KUBE_APISERVER_BINARY"])
+	}
+	// A setting named FOO_BAR feeds --foo-bar, so the env file reads as the flags it sets.
+	for _, word := range words[2:] {
+		flag, value, ok := strings.Cut(word, "=")
+		if m := unitVariable.FindStringSubmatch(value); ok && m != nil {
+			if want := "--" + strings.ToLower(strings.ReplaceAll(m[1], "_", "-")); flag != want {
+				t.Errorf("ExecStart passes %s as %s; name the setting after its flag (%s)", m[0], flag, want)
+			}
+		}
+	}
+
+	args, used := expandExecStart(t, words, env)
+	for _, key := range envOrder {
+		if !slices.Contains(used, key) {
+			t.Errorf("%s sets %s, which %s never uses", systemdEnvironment, key, systemdUnit)
+		}
+	}
+	enabled, configFile := parseAPIServerFlags(t, args[2:])
+	checkEnabled(t, systemdUnit, enabled)
+	if configFile != env["ADMISSION_CONTROL_CONFIG_FILE"] || configFile == "" {
+		t.Errorf("--admission-control-config-file=%q, want ADMISSION_CONTROL_CONFIG_FILE's %q", configFile, env["ADMISSION_CONTROL_CONFIG_FILE"])
+	}
+}
+
+// notifyTypeFromSource is the service type kube-apiserver v1.37.1's source calls for: notify
+// when the generic API server sends READY=1 through sd_notify, simple otherwise.
+func notifyTypeFromSource(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/apiserver").Output()
+	if err != nil {
+		t.Fatalf("go list -m k8s.io/apiserver: %v", err)
+	}
+	path := filepath.Join(strings.TrimSpace(string(out)), "pkg", "server", "genericapiserver.go")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the API server's source: %v", err)
+	}
+	if regexp.MustCompile(`SdNotify\([^)]*"READY=1`).Match(src) {
+		return "notify"
+	}
+	return fmt.Sprintf("simple (no SdNotify READY=1 in %s)", path)
+}
