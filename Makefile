@@ -97,65 +97,6 @@ test-integration: build-test-binaries ## integration tests: real etcd, real serv
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
 .PHONY: bench
-bench: ## Go benchmarks of the plugins
-	$(GO) test -run '^$$' -bench . -benchmem ./plugin/...
-
-.PHONY: verify-release
-verify-release: ## build the release twice into two directories; fail unless byte-identical with both platforms in the index
-	GO='$(GO)' build/verify-release.sh $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
-
-# make test checks a release of this machine's platform only; verify-release (which CI runs
-# after make test) builds both platforms twice.
-TEST_RELEASE_DIR      := $(OUT_DIR)/test-release
-TEST_RELEASE_PLATFORM := linux/amd64
-
-.PHONY: test-release
-test-release: ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
-	hack/install-test-deps.sh
-	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
-	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
-	$(GO) -C build/image test ./...
-	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -count=1 ./test/release/
-
-.PHONY: etcd
-etcd: ## build etcd at the version Kubernetes pins into _output/bin
-	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
-
-.PHONY: stock
-stock: ## build stock kube-apiserver from the same module graph (the drop-in yardstick)
-	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
-
-.PHONY: kube-controller-manager
-kube-controller-manager: ## build kube-controller-manager from the same module graph (for make run)
-	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-
-.PHONY: local-up
-local-up:
-	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
-
-.PHONY: run
-run: build etcd kube-controller-manager local-up ## a local control plane on 127.0.0.1 until Ctrl-C (RUN_DIR, API_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT)
-	@PORTCULLIS_BIN_DIR=$(BIN_DIR) exec $(BIN_DIR)/local-up
-
-.PHONY: build-test-binaries
-build-test-binaries: build etcd stock kube-controller-manager local-up ## everything the integration suites run
-
-.PHONY: test
-test: test-unit test-integration test-release ## unit, integration and release tests (what CI runs)
-
-.PHONY: test-unit
-test-unit: ## unit tests
-	$(GO) test $(UNIT_PACKAGES)
-
-.PHONY: test-integration
-test-integration: build-test-binaries ## integration tests: real etcd, real servers
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
-
-.PHONY: bench
 bench: build etcd stock ## ours vs stock kube-apiserver, a CEL policy and webhooks, side by side; rewrites docs/benchmarks.md
 	$(GO) build -o $(BIN_DIR)/bench ./hack/bench
 	$(BIN_DIR)/bench -go $(GO) -bin-dir $(BIN_DIR) -out docs/benchmarks.md

@@ -243,7 +243,7 @@ func BenchmarkDecide(b *testing.B) {
 		if p.hostNamespaces {
 			name = "DenyEscalatingExec"
 		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(name+"/checked-typical-pod", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := p.Decide(typical); err != nil {
@@ -251,5 +251,37 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkValidateIgnored measures the requests the plugins let through without reading
+// the pod: CONNECTs to pod subresources other than exec and attach, and to other resources.
+func BenchmarkValidateIgnored(b *testing.B) {
+	cases := map[string]admission.Attributes{
+		"ignored-pod-portforward": connect("portforward", admission.Connect),
+		"ignored-service-proxy": admission.NewAttributesRecord(&api.PodExecOptions{}, nil, api.Kind("Service").WithVersion("v1"), "ns", "target",
+			api.Resource("services").WithVersion("v1"), "proxy", admission.Connect, nil, false, nil),
+	}
+	for _, p := range []*Plugin{NewDenyEscalatingExec(), NewDenyExecOnPrivileged()} {
+		name := "DenyExecOnPrivileged"
+		if p.hostNamespaces {
+			name = "DenyEscalatingExec"
+		}
+		client := fake.NewClientset()
+		p.SetExternalKubeClientSet(client)
+		for caseName, attrs := range cases {
+			b.Run(name+"/"+caseName, func(b *testing.B) {
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := p.Validate(ctx, attrs, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n := len(client.Actions()); n != 0 {
+					b.Fatalf("an ignored request made %d API calls", n)
+				}
+			})
+		}
 	}
 }

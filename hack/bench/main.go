@@ -1,0 +1,92 @@
+// Command bench is `make bench`: it measures Portcullis's kube-apiserver against stock
+// kube-apiserver, against the same policy as a ValidatingAdmissionPolicy and as a webhook,
+// and under webhook fan-out, runs the plugins' Go benchmarks, and rewrites
+// docs/benchmarks.md. The binaries must be built (make build etcd stock).
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/portcullis-k8s/portcullis/internal/bench"
+)
+
+func main() {
+	opts := bench.DefaultOptions()
+	binDir := flag.String("bin-dir", "_output/bin", "directory holding kube-apiserver, kube-apiserver-stock and etcd")
+	out := flag.String("out", "docs/benchmarks.md", "the Markdown file to write")
+	workDir := flag.String("work-dir", "", "where servers keep PKI, data and logs (default: a temporary directory, removed on success)")
+	repoRoot := flag.String("repo-root", ".", "the module's root, where the plugins' Go benchmarks run")
+	flag.StringVar(&opts.GoTool, "go", opts.GoTool, "the go command")
+	flag.IntVar(&opts.DropIn.Starts, "starts", opts.DropIn.Starts, "table 1: starts of each binary")
+	flag.IntVar(&opts.DropIn.Load.Creates, "drop-in-creates", opts.DropIn.Load.Creates, "table 1: timed pod creates per start")
+	flag.IntVar(&opts.Policy.Repetitions, "policy-repetitions", opts.Policy.Repetitions, "table 2: repetitions")
+	flag.IntVar(&opts.Policy.Load.Creates, "policy-creates", opts.Policy.Load.Creates, "table 2: timed pod creates per run")
+	flag.IntVar(&opts.FanOut.Repetitions, "fan-out-repetitions", opts.FanOut.Repetitions, "table 3: repetitions")
+	flag.IntVar(&opts.FanOut.Load.Creates, "fan-out-creates", opts.FanOut.Load.Creates, "table 3: timed pod creates per run")
+	flag.IntVar(&opts.Plugins.Count, "bench-count", opts.Plugins.Count, "table 4: go test -count")
+	flag.StringVar(&opts.Plugins.BenchTime, "benchtime", opts.Plugins.BenchTime, "table 4: go test -benchtime")
+	flag.Parse()
+	if flag.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "make bench: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, opts, *binDir, *repoRoot, *workDir, *out); err != nil {
+		fmt.Fprintf(os.Stderr, "make bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, opts bench.Options, binDir, repoRoot, workDir, out string) error {
+	var err error
+	if opts.BinDir, err = filepath.Abs(binDir); err != nil {
+		return err
+	}
+	if opts.RepoRoot, err = filepath.Abs(repoRoot); err != nil {
+		return err
+	}
+	keepWorkDir := workDir != ""
+	if !keepWorkDir {
+		if workDir, err = os.MkdirTemp("", "portcullis-bench-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return err
+	}
+	opts.WorkDir = workDir
+	opts.Progress = os.Stderr
+
+	started := time.Now()
+	results, err := bench.Run(ctx, opts)
+	if err != nil {
+		// Keep the servers' logs for the post-mortem.
+		return fmt.Errorf("%w\n(servers' logs are in %s)", err, workDir)
+	}
+	var doc bytes.Buffer
+	if err := bench.WriteMarkdown(&doc, results); err != nil {
+		return err
+	}
+	// Write beside the target and rename, so an interrupted write never leaves half a file.
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, doc.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "make bench: wrote %s in %s\n", out, time.Since(started).Round(time.Second))
+	if !keepWorkDir {
+		return os.RemoveAll(workDir)
+	}
+	return nil
+}

@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Headings of the four tables; the smoke test finds the tables by them.
+const (
+	HeadingDropIn  = "## 1. Drop-in cost: ours against stock kube-apiserver"
+	HeadingPolicy  = "## 2. The same policy three ways"
+	HeadingFanOut  = "## 3. Webhook fan-out"
+	HeadingPlugins = "## 4. Plugins: Go benchmarks"
+)
+
+// Goals of the issue, reported against.
+const (
+	dropInTolerance = 0.05
+	ignoredGoalNs   = 1000
+	checkedGoalNs   = 5000
+	// disturbedShare is the share of the CPUs other processes may take before the notes
+	// warn that they may have disturbed a table.
+	disturbedShare = 0.05
+)
+
+// WriteMarkdown renders results as docs/benchmarks.md. It returns an error, writing nothing,
+// if the results cannot be rendered (runs that cannot be paired, say).
+func WriteMarkdown(w io.Writer, r *Results) error {
+	if r.DropIn == nil || r.Policy == nil || r.FanOut == nil || r.Plugins == nil {
+		return fmt.Errorf("the results lack a table")
+	}
+	var b bytes.Buffer
+	sections := []func(*bytes.Buffer, *Results) error{writeHeader, writeDropIn, writePolicy, writeFanOut, writePlugins, writeNotes}
+	for _, section := range sections {
+		if err := section(&b, r); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func writeHeader(b *bytes.Buffer, r *Results) error {
+	m := r.Machine
+	fmt.Fprintf(b, "# Benchmarks\n\n")
+	fmt.Fprintf(b, "<!-- Written by `make bench` (hack/bench, internal/bench). Do not edit: run it again. -->\n\n")
+	fmt.Fprintf(b, "Measured on %s, in %s (builds excluded), on %s with %d logical CPUs and %s of memory (Linux %s; harness built with %s).\n\n",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second),
+		m.CPUModel, m.CPUs, formatBytes(float64(m.MemoryBytes)), m.Kernel, m.GoVersion)
+	fmt.Fprintf(b, "- **ours**: `%s` (%s), from k8s.io/kubernetes %s\n", r.Ours.Version, path.Base(r.Ours.Path), r.Ours.KubernetesModule)
+	fmt.Fprintf(b, "- **stock**: upstream's kube-apiserver built from the same module graph (%s), from k8s.io/kubernetes %s\n\n",
+		path.Base(r.Stock.Path), r.Stock.KubernetesModule)
+	b.WriteString("Each figure is the median of repeated runs, with the range (min–max) in parentheses; ratios come first, " +
+		"absolute figures after. Latency percentiles are exact (nearest rank) over every timed request of a run. " +
+		"Pod creates come from client-go clients, each on its own connection, in a closed loop: each client sends its next " +
+		"create as soon as the last is answered. Servers, etcd, webhooks and clients share the machine's CPUs, on loopback. " +
+		"See the notes at the end before reading anything into small differences.\n\n")
+	return nil
+}
+
+func writeDropIn(b *bytes.Buffer, r *Results) error {
+	d := r.DropIn
+	o := d.Options
+	fmt.Fprintf(b, "%s\n\n", HeadingDropIn)
+	fmt.Fprintf(b, "Both binaries with the same flags (a single-node control plane: client-certificate authentication, Node and RBAC "+
+		"authorization), each start on a fresh etcd; %d starts of each, alternating which goes first in a round. After each "+
+		"start: %s untimed warm-up creates, then %s timed pod creates from %s through the default admission chain. "+
+		"Ratios are ours ÷ stock, paired by round. Goal: every ratio within %.0f%%.\n\n",
+		o.Starts, thousands(o.Load.WarmUp), thousands(o.Load.Creates), clients(o.Load.Clients), dropInTolerance*100)
+	b.WriteString("| measure | ours ÷ stock | ours | stock | within 5% |\n|---|---|---|---|---|\n")
+	type metric struct {
+		name   string
+		value  func(DropInRun) float64
+		format func(Summary) string
+	}
+	seconds := func(d time.Duration) float64 { return d.Seconds() }
+	metrics := []metric{
+		{"start → /readyz", func(r DropInRun) float64 { return seconds(r.ReadyAfter) }, formatSeconds},
+		{"RSS at /readyz", func(r DropInRun) float64 { return float64(r.RSSReady) }, formatBytesSummary},
+		{fmt.Sprintf("RSS after %s pod creates", thousands(o.Load.WarmUp+o.Load.Creates)), func(r DropInRun) float64 { return float64(r.RSSAfterLoad) }, formatBytesSummary},
+		{"pod creates per second", func(r DropInRun) float64 { return r.Load.Throughput() }, formatRate},
+		{"p50 create latency", func(r DropInRun) float64 { return seconds(r.Load.P50()) }, formatSeconds},
+		{"p99 create latency", func(r DropInRun) float64 { return seconds(r.Load.P99()) }, formatSeconds},
+	}
+	for i, m := range metrics {
+		ours, stock := values(d.Ours, m.value), values(d.Stock, m.value)
+		ratios, err := pairedRatios(ours, stock)
+		if err != nil {
+			return fmt.Errorf("table 1, %s: %w", m.name, err)
+		}
+		ratio := summarize(ratios)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", m.name, formatRatio(ratio), m.format(summarize(ours)), m.format(summarize(stock)), withinTolerance(ratio.Median))
+		if i == 2 {
+			// The binary size is measured once: it has no range.
+			if d.StockBinarySize == 0 {
+				return fmt.Errorf("table 1: the stock binary has size 0")
+			}
+			size := float64(d.OursBinarySize) / float64(d.StockBinarySize)
+			fmt.Fprintf(b, "| binary size | %.3f | %s | %s | %s |\n", size, formatBytes(float64(d.OursBinarySize)), formatBytes(float64(d.StockBinarySize)), withinTolerance(size))
+		}
+	}
+	b.WriteString("\n")
+	return nil
+}
+
+func writePolicy(b *bytes.Buffer, r *Results) error {
+	p := r.Policy
+	o := p.Options
+	fmt.Fprintf(b, "%s\n\n", HeadingPolicy)
+	fmt.Fprintf(b, "SecurityContextDeny's rule — no runAsUser, seLinuxOptions, supplementalGroups or fsGroup in the pod's security "+
+		"context, no runAsUser or seLinuxOptions in any container's — enforced by the compiled-in plugin (our binary with "+
+		"`--enable-admission-plugins=SecurityContextDeny`), by an equivalent ValidatingAdmissionPolicy and binding, and by an "+
+		"equivalent validating webhook served over HTTPS on 127.0.0.1 (the CEL policy and the webhook are registered on our "+
+		"binary with its default chain, one at a time, for their own runs only). Before it is measured, each is checked to "+
+		"give the plugin's verdict on %d requests (each forbidden field set in turn, allowed ones, ephemeral containers "+
+		"added through their subresource). The load's pods have an init container and two containers with restricted-style "+
+		"security contexts: every way checks them fully and admits them. %d repetitions, interleaved; each run is %s untimed "+
+		"warm-up creates, then %s timed creates from %s, whose pods are deleted after it so that every run starts "+
+		"from the same state. Ratios and added latencies are against the baseline run of the same repetition.\n\n",
+		len(equivalenceCases()), o.Repetitions, thousands(o.Load.WarmUp), thousands(o.Load.Creates), clients(o.Load.Clients))
+	b.WriteString("| policy | throughput ÷ baseline | added p50 | added p99 | creates per second | p50 | p99 |\n|---|---|---|---|---|---|---|\n")
+	if len(p.Configs) == 0 || p.Configs[0].Name != PolicyBaseline {
+		return fmt.Errorf("table 2: the first configuration is not the baseline")
+	}
+	base := p.Configs[0].Runs
+	for i, c := range p.Configs {
+		throughput := values(c.Runs, LoadRun.Throughput)
+		p50, p99 := values(c.Runs, p50Seconds), values(c.Runs, p99Seconds)
+		ratio, addedP50, addedP99 := "1 (reference)", "—", "—"
+		if i > 0 {
+			ratios, err := pairedRatios(throughput, values(base, LoadRun.Throughput))
+			if err != nil {
+				return fmt.Errorf("table 2, %s: %w", c.Name, err)
+			}
+			d50, err := pairedDifferences(p50, values(base, p50Seconds))
+			if err != nil {
+				return fmt.Errorf("table 2, %s: %w", c.Name, err)
+			}
+			d99, err := pairedDifferences(p99, values(base, p99Seconds))
+			if err != nil {
+				return fmt.Errorf("table 2, %s: %w", c.Name, err)
+			}
+			ratio, addedP50, addedP99 = formatRatio(summarize(ratios)), formatSignedSeconds(summarize(d50)), formatSignedSeconds(summarize(d99))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Name, ratio, addedP50, addedP99,
+			formatRate(summarize(throughput)), formatSeconds(summarize(p50)), formatSeconds(summarize(p99)))
+	}
+	b.WriteString("\n")
+	return nil
+}
+
+func writeFanOut(b *bytes.Buffer, r *Results) error {
+	f := r.FanOut
+	o := f.Options
+	hold := o.Hold.Seconds()
+	holdText := formatSeconds(Summary{Median: hold, Min: hold, Max: hold, N: 1})
+	fmt.Fprintf(b, "%s\n\n", HeadingFanOut)
+	fmt.Fprintf(b, "N validating or N mutating webhooks (HTTPS on 127.0.0.1, one configuration, pod creates only), each holding "+
+		"every request %s and then allowing it unchanged, on our binary with its default chain. The server calls validating "+
+		"webhooks in parallel and mutating ones one after the other, so a create should take about one hold more than the "+
+		"baseline with validating webhooks and N holds more with mutating ones. *Holds* is (p50 − baseline p50) ÷ %s; the "+
+		"dispatch overhead per webhook is (p50 − baseline p50 − the expected holds) ÷ N. %d repetitions, interleaved; each run "+
+		"is %s untimed warm-up creates, then %s timed creates from %s, whose pods are deleted after it. %s\n\n",
+		holdText, holdText, o.Repetitions, thousands(o.Load.WarmUp), thousands(o.Load.Creates), clients(o.Load.Clients), fanOutConcurrencyNote(o.Load.Clients))
+	b.WriteString("| webhooks | kind | holds | expected holds | dispatch overhead per webhook | p50 | p99 | creates per second |\n|---|---|---|---|---|---|---|---|\n")
+	base := f.Baseline
+	fmt.Fprintf(b, "| 0 | none (baseline) | — | — | — | %s | %s | %s |\n", formatSeconds(summarizeEach(base, p50Seconds)),
+		formatSeconds(summarizeEach(base, p99Seconds)), formatRate(summarizeEach(base, LoadRun.Throughput)))
+	if len(f.Validating) != len(f.Mutating) {
+		return fmt.Errorf("table 3: %d validating configurations but %d mutating", len(f.Validating), len(f.Mutating))
+	}
+	for i := range f.Validating {
+		for _, c := range []struct {
+			kind     string
+			runs     FanOutRuns
+			expected float64
+		}{
+			{validatingKind, f.Validating[i], 1},
+			{mutatingKind, f.Mutating[i], float64(f.Mutating[i].Webhooks)},
+		} {
+			n := float64(c.runs.Webhooks)
+			added, err := pairedDifferences(values(c.runs.Runs, p50Seconds), values(base, p50Seconds))
+			if err != nil {
+				return fmt.Errorf("table 3, %d %s: %w", c.runs.Webhooks, c.kind, err)
+			}
+			holds := make([]float64, len(added))
+			overhead := make([]float64, len(added))
+			for j, a := range added {
+				holds[j] = a / hold
+				overhead[j] = (a - c.expected*hold) / n
+			}
+			fmt.Fprintf(b, "| %d | %s | %s | %.0f | %s | %s | %s | %s |\n", c.runs.Webhooks, c.kind, formatPlain(summarize(holds), 2), c.expected,
+				formatSignedSeconds(summarize(overhead)), formatSeconds(summarizeEach(c.runs.Runs, p50Seconds)),
+				formatSeconds(summarizeEach(c.runs.Runs, p99Seconds)), formatRate(summarizeEach(c.runs.Runs, LoadRun.Throughput)))
+		}
+	}
+	b.WriteString("\n")
+	return nil
+}
+
+func writePlugins(b *bytes.Buffer, r *Results) error {
+	p := r.Plugins
+	fmt.Fprintf(b, "%s\n\n", HeadingPlugins)
+	fmt.Fprintf(b, "`%s`, over every package that registers a plugin of ours. A case is *ignored* when the plugin lets the "+
+		"request through without looking at it (another resource, a subresource or operation it does not check, an opted-out "+
+		"pod) and *checked* when it examines the pod fully; other cases (such as scaling with the number of objects) have no "+
+		"goal. Goals: ignored ≤ 1 µs and 0 allocations; checked ≤ 5 µs.\n\n", strings.Join(p.Command, " "))
+	b.WriteString("| plugin | case | benchmark | ns/op | B/op | allocs/op | goal | met |\n|---|---|---|---|---|---|---|---|\n")
+	caseOrder := []string{CaseIgnored, CaseChecked, CaseOther}
+	for _, plugin := range p.Plugins {
+		for _, kind := range caseOrder {
+			cases := p.CasesOf(plugin, kind)
+			if len(cases) == 0 {
+				if kind != CaseOther {
+					fmt.Fprintf(b, "| %s | %s | (no benchmark) | — | — | — | %s | missing |\n", plugin, kind, goalOf(kind))
+				}
+				continue
+			}
+			slices.SortFunc(cases, func(x, y PluginBenchmark) int { return strings.Compare(x.Name, y.Name) })
+			for _, c := range cases {
+				ns, bytesPerOp, allocs := summarize(c.NsPerOp), summarize(c.BytesPerOp), summarize(c.AllocsPerOp)
+				fmt.Fprintf(b, "| %s | %s | `%s.%s` | %s | %s | %s | %s | %s |\n", plugin, kind, path.Base(c.Package), c.Name,
+					formatSignificant(ns), formatPlain(bytesPerOp, 0), formatPlain(allocs, 0), goalOf(kind), goalMet(kind, ns.Median, allocs.Median))
+			}
+		}
+	}
+	b.WriteString("\n")
+	return nil
+}
+
+func writeNotes(b *bytes.Buffer, r *Results) error {
+	b.WriteString("## Notes\n\n")
+	if !r.LoadBefore.Unknown && !r.LoadAfter.Unknown {
+		fmt.Fprintf(b, "- Load average (1, 5, 15 min) before the run: %.2f, %.2f, %.2f; after it: %.2f, %.2f, %.2f, mostly the run's own. "+
+			"Load averages lag by minutes; the CPU time of other processes, table by table, is the better guide:\n",
+			r.LoadBefore.One, r.LoadBefore.Five, r.LoadBefore.Fifteen, r.LoadAfter.One, r.LoadAfter.Five, r.LoadAfter.Fifteen)
+	} else {
+		b.WriteString("- The CPU time of other processes, table by table:\n")
+	}
+	for _, d := range r.Disturbances {
+		if !d.Known {
+			fmt.Fprintf(b, "  - %s: the CPU time of other processes could not be measured.\n", d.Table)
+			continue
+		}
+		verdict := "too little to matter"
+		if d.ForeignShare > disturbedShare {
+			verdict = "**enough to disturb its figures: compare them with care, or run `make bench` again on a quiet machine**"
+		}
+		fmt.Fprintf(b, "  - %s: processes other than the harness's (kernel threads included) used %.1f%% of the CPUs' time while it ran — %s.\n",
+			d.Table, d.ForeignShare*100, verdict)
+	}
+	b.WriteString("- Start → /readyz is timed from starting the process to the first `200` of `/readyz`, polled every 50 ms; " +
+		"RSS is `VmRSS` from `/proc/<pid>/status`, read right after `/readyz` first answers and right after the last timed create.\n")
+	b.WriteString("- Every server, etcd, webhook server and client runs on this one machine: a server's throughput is what it " +
+		"gets while sharing the CPUs with etcd and its own load generator, not what it would do alone.\n")
+	b.WriteString("- Table 2 runs SecurityContextDeny on a second server (the plugin is switched on by flag, so it cannot be " +
+		"switched on for some runs only); both servers share one etcd under different prefixes.\n")
+	b.WriteString("- Table 4: DenyEscalatingExec's and DenyExecOnPrivileged's checked case is the decision alone; in the server " +
+		"they also read the target pod with a GET over loopback. PodPreset's `checked-apply` cases include a deep copy of the pod " +
+		"per operation, since applying presets changes it; `pod-deep-copy-alone` measures that copy alone.\n")
+	b.WriteString("- `make bench` measures all of this again and rewrites this file.\n")
+	return nil
+}
+
+// clients says "1 client" or "n clients".
+func clients(n int) string {
+	if n == 1 {
+		return "1 client"
+	}
+	return fmt.Sprintf("%d clients", n)
+}
+
+// fanOutConcurrencyNote explains why table 3's load is light, or warns that it is not.
+func fanOutConcurrencyNote(clients int) string {
+	if clients == 1 {
+		return "One client, so that no create waits behind another: under a saturating load a create's latency is " +
+			"mostly queueing, which the holds relieve, and the difference from the baseline would not be the webhooks' alone."
+	}
+	return "With concurrent clients a create also waits behind others, so the difference from the baseline is not " +
+		"the webhooks' alone: read the overheads with care."
+}
+
+func values[T any](runs []T, f func(T) float64) []float64 {
+	out := make([]float64, len(runs))
+	for i, r := range runs {
+		out[i] = f(r)
+	}
+	return out
+}
+
+func p50Seconds(r LoadRun) float64 { return r.P50().Seconds() }
+func p99Seconds(r LoadRun) float64 { return r.P99().Seconds() }
+
+// pairedDifferences returns a[i]-b[i] for runs measured side by side.
+func pairedDifferences(a, b []float64) ([]float64, error) {
+	if len(a) != len(b) {
+		return nil, fmt.Errorf("cannot pair %d runs with %d", len(a), len(b))
+	}
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = a[i] - b[i]
+	}
+	return out, nil
+}
+
+func withinTolerance(ratio float64) string {
+	if math.Abs(ratio-1) <= dropInTolerance {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func goalOf(kind string) string {
+	switch kind {
+	case CaseIgnored:
+		return "≤ 1 µs, 0 allocs"
+	case CaseChecked:
+		return "≤ 5 µs"
+	}
+	return "—"
+}
+
+func goalMet(kind string, ns, allocs float64) string {
+	met := true
+	switch kind {
+	case CaseIgnored:
+		met = ns <= ignoredGoalNs && allocs == 0
+	case CaseChecked:
+		met = ns <= checkedGoalNs
+	default:
+		return "—"
+	}
+	if met {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// withRange formats a summary's median, adding its range when the runs differ.
+func withRange(s Summary, format func(float64) string) string {
+	if s.N <= 1 || s.Min == s.Max {
+		return format(s.Median)
+	}
+	sep := "–"
+	if s.Min < 0 || s.Max < 0 {
+		sep = " to " // a dash next to a minus sign reads as a subtraction
+	}
+	return fmt.Sprintf("%s (%s%s%s)", format(s.Median), format(s.Min), sep, format(s.Max))
+}
+
+func formatRatio(s Summary) string {
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%.3f", v) })
+}
+
+func formatPlain(s Summary, decimals int) string {
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%.*f", decimals, v) })
+}
+
+// formatSignificant keeps about three significant digits, and every digit of a whole number.
+func formatSignificant(s Summary) string {
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%.*f", decimalsFor(v), v) })
+}
+
+func formatRate(s Summary) string {
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%.0f", v) })
+}
+
+// formatSeconds formats durations given in seconds, all in the unit the largest calls for.
+func formatSeconds(s Summary) string {
+	unit, scale := durationUnit(largest(s))
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%.*f", decimalsFor(v*scale), v*scale) }) + " " + unit
+}
+
+// formatSignedSeconds is formatSeconds with an explicit sign, for differences.
+func formatSignedSeconds(s Summary) string {
+	unit, scale := durationUnit(largest(s))
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%+.*f", decimalsFor(v*scale), v*scale) }) + " " + unit
+}
+
+// largest is the summary's value farthest from zero.
+func largest(s Summary) float64 {
+	return max(math.Abs(s.Median), math.Abs(s.Min), math.Abs(s.Max))
+}
+
+func durationUnit(seconds float64) (string, float64) {
+	switch a := math.Abs(seconds); {
+	case a >= 1:
+		return "s", 1
+	case a >= 1e-3:
+		return "ms", 1e3
+	default:
+		return "µs", 1e6
+	}
+}
+
+// decimalsFor keeps about three significant digits.
+func decimalsFor(v float64) int {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return 0
+	case a >= 10:
+		return 1
+	default:
+		return 2
+	}
+}
+
+func formatBytesSummary(s Summary) string {
+	return withRange(s, func(v float64) string { return fmt.Sprintf("%.0f", v/(1<<20)) }) + " MiB"
+}
+
+func formatBytes(v float64) string {
+	if v >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", v/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", v/(1<<20))
+}
+
+// thousands writes n with comma separators, as the issue does: 2,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/portcullis-k8s/portcullis/internal/controlplane"
+)
+
+// Results are everything one run of the harness measured.
+type Results struct {
+	Options Options
+	Machine Machine
+	// Started and Finished bound the run; LoadBefore and LoadAfter are the machine's load
+	// averages then.
+	Started, Finished     time.Time
+	LoadBefore, LoadAfter LoadAverage
+	Ours, Stock           Binary
+
+	DropIn  *DropInResult
+	Policy  *PolicyResult
+	FanOut  *FanOutResult
+	Plugins *PluginsResult
+
+	// Disturbances say, per table, how much CPU other processes took while it ran.
+	Disturbances []Disturbance
+}
+
+// environment is what every table's run shares.
+type environment struct {
+	oursBinary, stockBinary, etcdBinary string
+	pki                                 *controlplane.PKI
+	workDir, repoRoot, goTool           string
+	progress                            io.Writer
+	started                             time.Time
+}
+
+func (e *environment) progressf(format string, args ...any) {
+	fmt.Fprintf(e.progress, "[%6s] %s\n", time.Since(e.started).Round(time.Second), fmt.Sprintf(format, args...))
+}
+
+// Run measures the four tables, one after the other, so that no table's load disturbs
+// another's. It stops every process it started before returning, on success or not.
+func Run(ctx context.Context, opts Options) (*Results, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid options: %w", err)
+	}
+	env := &environment{
+		oursBinary:  filepath.Join(opts.BinDir, "kube-apiserver"),
+		stockBinary: filepath.Join(opts.BinDir, "kube-apiserver-stock"),
+		etcdBinary:  filepath.Join(opts.BinDir, "etcd"),
+		workDir:     opts.WorkDir,
+		repoRoot:    opts.RepoRoot,
+		goTool:      opts.GoTool,
+		progress:    opts.Progress,
+		started:     time.Now(),
+	}
+	if env.progress == nil {
+		env.progress = io.Discard
+	}
+	results := &Results{Options: opts, Machine: readMachine(), Started: env.started, LoadBefore: readLoadAverage()}
+	var err error
+	if results.Ours, err = describeBinary(env.oursBinary); err != nil {
+		return nil, err
+	}
+	if results.Stock, err = describeBinary(env.stockBinary); err != nil {
+		return nil, err
+	}
+	if _, err := fileSize(env.etcdBinary); err != nil {
+		return nil, fmt.Errorf("etcd is not built: %w", err)
+	}
+	if env.pki, err = controlplane.WritePKI(filepath.Join(opts.WorkDir, "pki")); err != nil {
+		return nil, err
+	}
+
+	// measure runs one table and records how busy the rest of the machine was meanwhile.
+	measure := func(table string, run func() error) error {
+		before := readCPUSample()
+		if err := run(); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+		results.Disturbances = append(results.Disturbances, disturbance(table, before, readCPUSample()))
+		return nil
+	}
+	env.progressf("table 1: drop-in cost, %d starts of each binary", opts.DropIn.Starts)
+	if err := measure("table 1, drop-in cost", func() (err error) {
+		results.DropIn, err = runDropIn(ctx, env, opts.DropIn)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	env.progressf("table 2: the same policy three ways, %d repetitions", opts.Policy.Repetitions)
+	if err := measure("table 2, the same policy three ways", func() (err error) {
+		results.Policy, err = runPolicy(ctx, env, opts.Policy)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	env.progressf("table 3: webhook fan-out, %d repetitions", opts.FanOut.Repetitions)
+	if err := measure("table 3, webhook fan-out", func() (err error) {
+		results.FanOut, err = runFanOut(ctx, env, opts.FanOut)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	env.progressf("table 4: the plugins' Go benchmarks")
+	if err := measure("table 4, plugin benchmarks", func() (err error) {
+		results.Plugins, err = runPluginBenchmarks(ctx, env, opts.Plugins)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	results.Finished = time.Now()
+	results.LoadAfter = readLoadAverage()
+	env.progressf("done")
+	return results, nil
+}

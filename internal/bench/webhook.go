@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-k8s/portcullis/internal/pki"
+)
+
+const (
+	// securityContextDenyPath serves the webhook equivalent of SecurityContextDeny.
+	securityContextDenyPath = "/securitycontextdeny"
+	// holdPathPrefix serves webhooks that hold every request, then allow it unchanged.
+	holdPathPrefix = "/hold/"
+	// policyMarker is in every refusal of the policies the harness installs, so a probe
+	// can tell their refusals from anything else.
+	policyMarker = "bench-securitycontextdeny"
+	// maxReviewBytes bounds what the server reads of a review.
+	maxReviewBytes = 3 << 20
+)
+
+// webhookServer is an HTTPS admission webhook server on 127.0.0.1, counting the calls
+// each path receives.
+type webhookServer struct {
+	baseURL  string
+	caBundle []byte
+	// hold is how long the hold webhooks keep each request.
+	hold   time.Duration
+	server *http.Server
+
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+// startWebhookServer writes a CA and a serving certificate for 127.0.0.1 into dir and serves
+// on a fresh port until close.
+func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ca, err := pki.LoadOrCreateCA(dir, "webhook-ca")
+	if err != nil {
+		return nil, err
+	}
+	pair, err := ca.ServingCert(dir, "webhook", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the webhook's serving certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &webhookServer{
+		baseURL:  "https://" + listener.Addr().String(),
+		caBundle: caPEM,
+		hold:     hold,
+		calls:    map[string]int{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(securityContextDenyPath, s.serveSecurityContextDeny)
+	mux.HandleFunc(holdPathPrefix, s.serveHold)
+	s.server = &http.Server{
+		Handler:           mux,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() { _ = s.server.ServeTLS(listener, "", "") }()
+	return s, nil
+}
+
+func (s *webhookServer) close() error { return s.server.Close() }
+
+// clientConfig reaches path on this server by URL, trusting the server's CA.
+func (s *webhookServer) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	url := s.baseURL + path
+	return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.caBundle}
+}
+
+// callCount returns how many reviews path has received.
+func (s *webhookServer) callCount(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[path]
+}
+
+func (s *webhookServer) count(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[path]++
+}
+
+// holdPath is the path of the i-th hold webhook of a kind ("validating" or "mutating").
+func holdPath(kind string, i int) string { return fmt.Sprintf("%s%s/%d", holdPathPrefix, kind, i) }
+
+// serveHold keeps the request for the server's hold, then allows it unchanged.
+func (s *webhookServer) serveHold(w http.ResponseWriter, r *http.Request) {
+	review, ok := readReview(w, r)
+	if !ok {
+		return
+	}
+	s.count(r.URL.Path)
+	timer := time.NewTimer(s.hold)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-r.Context().Done():
+		return
+	}
+	writeReview(w, &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true})
+}
+
+// serveSecurityContextDeny refuses what the SecurityContextDeny plugin refuses.
+func (s *webhookServer) serveSecurityContextDeny(w http.ResponseWriter, r *http.Request) {
+	review, ok := readReview(w, r)
+	if !ok {
+		return
+	}
+	s.count(r.URL.Path)
+	response := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	var pod corev1.Pod
+	if err := json.Unmarshal(review.Request.Object.Raw, &pod); err != nil {
+		response.Allowed = false
+		response.Result = &metav1.Status{Code: http.StatusBadRequest, Message: policyMarker + ": the object is not a Pod: " + err.Error()}
+	} else if forbidden := securityContextViolations(&pod, review.Request.SubResource); len(forbidden) > 0 {
+		response.Allowed = false
+		response.Result = &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+			Message: policyMarker + ": " + strings.Join(forbidden, "; ")}
+	}
+	writeReview(w, response)
+}
+
+// securityContextViolations lists the fields SecurityContextDeny forbids that pod sets: on
+// the ephemeralcontainers subresource only those of ephemeral containers, which are all that
+// can change there; otherwise those of the pod and of its init and regular containers.
+func securityContextViolations(pod *corev1.Pod, subresource string) []string {
+	var out []string
+	containers := func(list string, scs []*corev1.SecurityContext) {
+		for i, sc := range scs {
+			if sc == nil {
+				continue
+			}
+			path := field.NewPath("spec", list).Index(i).Child("securityContext")
+			if sc.SELinuxOptions != nil {
+				out = append(out, path.Child("seLinuxOptions").String()+" is forbidden")
+			}
+			if sc.RunAsUser != nil {
+				out = append(out, path.Child("runAsUser").String()+" is forbidden")
+			}
+		}
+	}
+	if subresource == "ephemeralcontainers" {
+		scs := make([]*corev1.SecurityContext, len(pod.Spec.EphemeralContainers))
+		for i := range pod.Spec.EphemeralContainers {
+			scs[i] = pod.Spec.EphemeralContainers[i].SecurityContext
+		}
+		containers("ephemeralContainers", scs)
+		return out
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		if sc.SupplementalGroups != nil {
+			out = append(out, "pod.Spec.SecurityContext.SupplementalGroups is forbidden")
+		}
+		if sc.SELinuxOptions != nil {
+			out = append(out, "pod.Spec.SecurityContext.SELinuxOptions is forbidden")
+		}
+		if sc.RunAsUser != nil {
+			out = append(out, "pod.Spec.SecurityContext.RunAsUser is forbidden")
+		}
+		if sc.FSGroup != nil {
+			out = append(out, "pod.Spec.SecurityContext.FSGroup is forbidden")
+		}
+	}
+	securityContexts := func(cs []corev1.Container) []*corev1.SecurityContext {
+		scs := make([]*corev1.SecurityContext, len(cs))
+		for i := range cs {
+			scs[i] = cs[i].SecurityContext
+		}
+		return scs
+	}
+	containers("initContainers", securityContexts(pod.Spec.InitContainers))
+	containers("containers", securityContexts(pod.Spec.Containers))
+	return out
+}
+
+// readReview decodes an admission.k8s.io/v1 AdmissionReview, answering 400 itself when it
+// cannot.
+func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes))
+	if err != nil {
+		http.Error(w, "reading the review: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		http.Error(w, "decoding the review: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	if review.Request == nil {
+		http.Error(w, "the review has no request", http.StatusBadRequest)
+		return nil, false
+	}
+	return &review, true
+}
+
+func writeReview(w http.ResponseWriter, response *admissionv1.AdmissionResponse) {
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+		Response: response,
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&review)
+}
