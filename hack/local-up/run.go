@@ -111,7 +111,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	}
 	plain := &http.Client{Timeout: 2 * time.Second}
 	if err := etcd.WaitFor(ctx, startTimeout, 200*time.Millisecond, "health", func() error {
-		return getOK(plain, controlplane.EtcdURL(cfg.EtcdPort)+"/health")
+		return controlplane.GetOK(plain, controlplane.EtcdURL(cfg.EtcdPort)+"/health")
 	}, nil); err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	// Its serving certificate is self-signed: only its health is read here.
 	selfSigned := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	if err := kcm.WaitFor(ctx, startTimeout, time.Second, "/healthz", func() error {
-		return getOK(selfSigned, fmt.Sprintf("https://127.0.0.1:%d/healthz", cfg.KCMPort))
+		return controlplane.GetOK(selfSigned, fmt.Sprintf("https://127.0.0.1:%d/healthz", cfg.KCMPort))
 	}, progress(out, "kube-controller-manager /healthz")); err != nil {
 		return err
 	}
@@ -197,18 +197,6 @@ func readyz(ctx context.Context, client kubernetes.Interface) error {
 		return fmt.Errorf("waiting on %s", strings.Join(failing, ", "))
 	}
 	return err
-}
-
-func getOK(client *http.Client, url string) error {
-	resp, err := client.Get(url)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
 }
 
 // progress prints a line every few seconds while a component is not yet ready.

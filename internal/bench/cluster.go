@@ -60,15 +60,7 @@ func startEtcd(ctx context.Context, binary, dir string) (*etcdServer, error) {
 	e := &etcdServer{process: p, clientURL: controlplane.EtcdURL(clientPort)}
 	client := &http.Client{Timeout: 2 * time.Second}
 	err = p.WaitFor(ctx, time.Minute, 100*time.Millisecond, "health", func() error {
-		resp, err := client.Get(e.clientURL + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/health: %s", resp.Status)
-		}
-		return nil
+		return controlplane.GetOK(client, e.clientURL+"/health")
 	}, nil)
 	if err != nil {
 		return nil, errors.Join(err, p.Stop(stopGrace))

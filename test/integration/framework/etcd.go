@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -28,15 +27,7 @@ func StartEtcd(t testing.TB, binary string) *Etcd {
 	url := controlplane.EtcdURL(clientPort)
 	client := &http.Client{Timeout: 2 * time.Second}
 	waitFor(t, p, time.Minute, "health", func() error {
-		resp, err := client.Get(url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/health: %s", resp.Status)
-		}
-		return nil
+		return controlplane.GetOK(client, url+"/health")
 	})
 	return &Etcd{ClientURL: url}
 }

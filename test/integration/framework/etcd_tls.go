@@ -57,15 +57,7 @@ func StartEtcdTLS(t testing.TB, binary string, files EtcdTLS) *Etcd {
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}},
 	}}
 	waitFor(t, p, time.Minute, "health over TLS", func() error {
-		resp, err := client.Get(url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/health: %s", resp.Status)
-		}
-		return nil
+		return controlplane.GetOK(client, url+"/health")
 	})
 	return &Etcd{ClientURL: url}
 }
