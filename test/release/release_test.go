@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
 // releaseDirEnv names the directory `make release` wrote; `make test-release` sets it.
@@ -71,7 +73,7 @@ func loadRelease(t *testing.T) release {
 
 func readVersion(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), "VERSION")
+	path := filepath.Join(framework.RepoRoot(t), "VERSION")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("reading the release version: %v", err)
@@ -149,25 +151,6 @@ func hostPlatform(t *testing.T) string {
 	return ""
 }
 
-// repoRoot is the nearest directory above the working directory holding VERSION and go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if isFile(filepath.Join(dir, "VERSION")) && isFile(filepath.Join(dir, "go.mod")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no repository root (VERSION and go.mod) above the working directory")
-		}
-		dir = parent
-	}
-}
-
 func isFile(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && info.Mode().IsRegular()
@@ -176,7 +159,7 @@ func isFile(path string) bool {
 // repoFile is the path of a file in the repository, which must exist.
 func repoFile(t *testing.T, rel string) string {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), filepath.FromSlash(rel))
+	path := filepath.Join(framework.RepoRoot(t), filepath.FromSlash(rel))
 	if !isFile(path) {
 		t.Fatalf("%s: no such file in the repository", rel)
 	}

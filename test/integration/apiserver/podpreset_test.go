@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,26 +43,6 @@ spec:
       emptyDir: {}
 `
 
-// warningRecorder keeps the warnings the server sends.
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
-}
-
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.warnings
-	w.warnings = nil
-	return out
-}
-
 var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 
 func TestPodPreset(t *testing.T) {
@@ -72,7 +51,7 @@ func TestPodPreset(t *testing.T) {
 	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/podpreset", "--enable-admission-plugins=PodPreset")
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(server.Config)
-	warnings := &warningRecorder{}
+	warnings := &framework.WarningRecorder{}
 	warned := rest.CopyConfig(server.Config)
 	warned.WarningHandler = warnings
 	client := kubernetes.NewForConfigOrDie(warned)
@@ -125,7 +104,7 @@ func TestPodPreset(t *testing.T) {
 		t.FailNow()
 	}
 	waitForPreset(t, client, ns, "allow-database")
-	warnings.take()
+	warnings.Take()
 
 	t.Run("a matching pod gets env, mount, volume and annotation", func(t *testing.T) {
 		pod := frontendPod("website", nil)
@@ -169,7 +148,7 @@ func TestPodPreset(t *testing.T) {
 	})
 
 	t.Run("a conflicting pod is admitted unchanged with a warning and an event", func(t *testing.T) {
-		warnings.take()
+		warnings.Take()
 		pod := frontendPod("conflicting", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PORT", Value: "5432"}}
 		})
@@ -181,7 +160,7 @@ func TestPodPreset(t *testing.T) {
 		if !hasEnv(created.Spec.Containers[0], "DB_PORT", "5432") || len(created.Spec.Containers[0].Env) != 1 {
 			t.Errorf("the pod's own env changed: %+v", created.Spec.Containers[0].Env)
 		}
-		got := strings.Join(warnings.take(), "\n")
+		got := strings.Join(warnings.Take(), "\n")
 		for _, want := range []string{"allow-database", `env var "DB_PORT"`} {
 			if !strings.Contains(got, want) {
 				t.Errorf("warnings %q do not mention %q", got, want)

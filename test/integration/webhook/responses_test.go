@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -20,25 +19,9 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
-
-// warningRecorder collects the warnings the server sends a client.
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
-}
-
-func (w *warningRecorder) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.warnings...)
-}
 
 // testResponses covers what a webhook's answer carries back: denial status, warnings, audit
 // annotations, the patch type, and what a patch may not change.
@@ -96,7 +79,7 @@ func testResponses(t *testing.T, e *env) {
 		k.c.createMutating(t, mutatingConfig(k.configName("m"),
 			mutatingHook(k.hookName("mutating"), k.c.hooks.clientConfig(k.path("mutating")), k.selector(nil), configMapRule(opCreate))))
 
-		recorder := &warningRecorder{}
+		recorder := &framework.WarningRecorder{}
 		config := rest.CopyConfig(k.c.Config)
 		config.WarningHandler = recorder
 		client, err := kubernetes.NewForConfig(config)
@@ -106,7 +89,7 @@ func testResponses(t *testing.T, e *env) {
 		if _, err := client.CoreV1().ConfigMaps(ns).Create(k.ctx(t), k.configMap(ns, "warned", nil), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating: %v", err)
 		}
-		got := recorder.all()
+		got := recorder.All()
 		for _, want := range []string{"validating webhook warns", "mutating webhook warns"} {
 			if !slices.Contains(got, want) {
 				t.Errorf("the client received warnings %q, want %q among them", got, want)
