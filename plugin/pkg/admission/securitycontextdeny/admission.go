@@ -62,8 +62,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 
 	var forbidden []string
 	if subresource == ephemeralContainersSub {
-		// Only ephemeral containers can change through this subresource.
-		forbidden = ephemeralContainerViolations(pod, nil)
+		// Only ephemeral containers can change through this subresource, and only by being
+		// added: judge the new ones, so that a pod holding a non-compliant one from before the
+		// plugin was enabled can still take a compliant one.
+		oldPod, _ := a.GetOldObject().(*api.Pod)
+		forbidden = addedEphemeralContainerViolations(pod, oldPod, nil)
 	} else {
 		forbidden = podViolations(pod, nil)
 	}
@@ -101,11 +104,27 @@ func podViolations(pod *api.Pod, out []string) []string {
 	return out
 }
 
-func ephemeralContainerViolations(pod *api.Pod, out []string) []string {
+// addedEphemeralContainerViolations appends a message for each forbidden field set in an
+// ephemeral container of pod that oldPod does not have (by name: the API server refuses any
+// change to an existing ephemeral container). With no old pod, every one is new.
+func addedEphemeralContainerViolations(pod, oldPod *api.Pod, out []string) []string {
 	for i := range pod.Spec.EphemeralContainers {
-		out = containerViolations(pod.Spec.EphemeralContainers[i].SecurityContext, "ephemeralContainers", i, out)
+		ec := &pod.Spec.EphemeralContainers[i]
+		if oldPod != nil && hasEphemeralContainer(oldPod, ec.Name) {
+			continue
+		}
+		out = containerViolations(ec.SecurityContext, "ephemeralContainers", i, out)
 	}
 	return out
+}
+
+func hasEphemeralContainer(pod *api.Pod, name string) bool {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func containerViolations(sc *api.SecurityContext, list string, index int, out []string) []string {

@@ -28,20 +28,20 @@ func newPod(mutate func(*api.Pod)) *api.Pod {
 	return pod
 }
 
-func attributes(obj runtime.Object, resource, subresource string, op admission.Operation) admission.Attributes {
-	var old runtime.Object
-	if op == admission.Update {
-		old = obj.DeepCopyObject()
-	}
+// attributes returns a request for obj; old is the stored object of an UPDATE.
+func attributes(obj, old runtime.Object, resource, subresource string, op admission.Operation) admission.Attributes {
 	return admission.NewAttributesRecord(obj, old, api.Kind("Pod").WithVersion("version"), "ns", "p",
 		api.Resource(resource).WithVersion("version"), subresource, op, nil, false, nil)
 }
 
 func TestValidate(t *testing.T) {
 	seLinux := &api.SELinuxOptions{Level: "s0:c1"}
+	legacyRootDebugger := api.EphemeralContainer{EphemeralContainerCommon: api.EphemeralContainerCommon{
+		Name: "legacy", SecurityContext: &api.SecurityContext{RunAsUser: int64Ptr(0)}}}
 	tests := []struct {
 		name        string
 		object      runtime.Object
+		old         runtime.Object // the stored pod, for UPDATE
 		resource    string
 		subresource string
 		operation   admission.Operation
@@ -122,6 +122,7 @@ func TestValidate(t *testing.T) {
 		{
 			name:     "update is checked like create",
 			object:   newPod(func(p *api.Pod) { p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: int64Ptr(0)} }),
+			old:      newPod(nil),
 			resource: "pods", operation: admission.Update,
 			wantForbidden: []string{"pod.Spec.SecurityContext.RunAsUser is forbidden"},
 		},
@@ -131,6 +132,7 @@ func TestValidate(t *testing.T) {
 				p.Spec.EphemeralContainers = []api.EphemeralContainer{{EphemeralContainerCommon: api.EphemeralContainerCommon{
 					Name: "debug", SecurityContext: &api.SecurityContext{RunAsUser: int64Ptr(0)}}}}
 			}),
+			old:      newPod(nil),
 			resource: "pods", subresource: "ephemeralcontainers", operation: admission.Update,
 			wantForbidden: []string{"spec.ephemeralContainers[0].securityContext.runAsUser is forbidden"},
 		},
@@ -140,6 +142,7 @@ func TestValidate(t *testing.T) {
 				p.Spec.EphemeralContainers = []api.EphemeralContainer{{EphemeralContainerCommon: api.EphemeralContainerCommon{
 					Name: "debug", SecurityContext: &api.SecurityContext{SELinuxOptions: seLinux}}}}
 			}),
+			old:      newPod(nil),
 			resource: "pods", subresource: "ephemeralcontainers", operation: admission.Update,
 			wantForbidden: []string{"spec.ephemeralContainers[0].securityContext.seLinuxOptions is forbidden"},
 		},
@@ -148,11 +151,41 @@ func TestValidate(t *testing.T) {
 			object: newPod(func(p *api.Pod) {
 				p.Spec.EphemeralContainers = []api.EphemeralContainer{{EphemeralContainerCommon: api.EphemeralContainerCommon{Name: "debug"}}}
 			}),
+			old:      newPod(nil),
 			resource: "pods", subresource: "ephemeralcontainers", operation: admission.Update,
+		},
+		{
+			// A pod that took a non-compliant ephemeral container before the plugin was enabled
+			// can still be debugged with a compliant one.
+			name: "a compliant ephemeral container is admitted beside an older non-compliant one",
+			object: newPod(func(p *api.Pod) {
+				p.Spec.EphemeralContainers = []api.EphemeralContainer{legacyRootDebugger, {EphemeralContainerCommon: api.EphemeralContainerCommon{Name: "debug"}}}
+			}),
+			old:      newPod(func(p *api.Pod) { p.Spec.EphemeralContainers = []api.EphemeralContainer{legacyRootDebugger} }),
+			resource: "pods", subresource: "ephemeralcontainers", operation: admission.Update,
+		},
+		{
+			name: "only the added ephemeral container is judged",
+			object: newPod(func(p *api.Pod) {
+				p.Spec.EphemeralContainers = []api.EphemeralContainer{legacyRootDebugger, {EphemeralContainerCommon: api.EphemeralContainerCommon{
+					Name: "debug", SecurityContext: &api.SecurityContext{SELinuxOptions: seLinux}}}}
+			}),
+			old:      newPod(func(p *api.Pod) { p.Spec.EphemeralContainers = []api.EphemeralContainer{legacyRootDebugger} }),
+			resource: "pods", subresource: "ephemeralcontainers", operation: admission.Update,
+			wantForbidden: []string{"spec.ephemeralContainers[1].securityContext.seLinuxOptions is forbidden"},
+		},
+		{
+			name: "without an old pod every ephemeral container is judged",
+			object: newPod(func(p *api.Pod) {
+				p.Spec.EphemeralContainers = []api.EphemeralContainer{legacyRootDebugger}
+			}),
+			resource: "pods", subresource: "ephemeralcontainers", operation: admission.Update,
+			wantForbidden: []string{"spec.ephemeralContainers[0].securityContext.runAsUser is forbidden"},
 		},
 		{
 			name:     "other subresources are ignored",
 			object:   newPod(func(p *api.Pod) { p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: int64Ptr(0)} }),
+			old:      newPod(nil),
 			resource: "pods", subresource: "status", operation: admission.Update,
 		},
 		{
@@ -169,7 +202,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := New().Validate(context.Background(), attributes(tc.object, tc.resource, tc.subresource, tc.operation), nil)
+			err := New().Validate(context.Background(), attributes(tc.object, tc.old, tc.resource, tc.subresource, tc.operation), nil)
 			switch {
 			case tc.wantBadRequest:
 				if !apierrors.IsBadRequest(err) {
@@ -239,10 +272,10 @@ func BenchmarkValidate(b *testing.B) {
 	plugin := New()
 	ctx := context.Background()
 	cases := map[string]admission.Attributes{
-		"ignored-configmap": attributes(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}, "configmaps", "", admission.Create),
+		"ignored-configmap": attributes(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}, nil, "configmaps", "", admission.Create),
 		// The kubelet's status updates: the most frequent pod writes, and not the plugin's concern.
-		"ignored-pod-status-update": attributes(typicalPod(), "pods", "status", admission.Update),
-		"checked-allowed":           attributes(typicalPod(), "pods", "", admission.Create),
+		"ignored-pod-status-update": attributes(typicalPod(), typicalPod(), "pods", "status", admission.Update),
+		"checked-allowed":           attributes(typicalPod(), nil, "pods", "", admission.Create),
 	}
 	for name, attrs := range cases {
 		b.Run(name, func(b *testing.B) {
