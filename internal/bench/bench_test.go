@@ -329,3 +329,31 @@ func TestCreateLoad(t *testing.T) {
 		t.Error("a run without clients did not fail")
 	}
 }
+
+func TestCaseGoalJudge(t *testing.T) {
+	p := &PluginsResult{Benchmarks: []PluginBenchmark{
+		{Package: "example.com/podpreset", Name: "BenchmarkAdmit/pod-deep-copy-alone", NsPerOp: []float64{1000, 1200, 1100}},
+	}}
+	beyondCopy := caseGoal{ns: 3000, beyond: "BenchmarkAdmit/pod-deep-copy-alone"}
+	for _, tc := range []struct {
+		name     string
+		goal     caseGoal
+		pkg      string
+		median   float64
+		wantGoal string
+		wantMet  string
+	}{
+		{"within the goal beyond the copy", beyondCopy, "example.com/podpreset", 4000, "≤ 3 µs beyond `pod-deep-copy-alone`", "yes"},
+		{"over the goal beyond the copy", beyondCopy, "example.com/podpreset", 4200, "≤ 3 µs beyond `pod-deep-copy-alone`", "**no**"},
+		{"the baseline of another package does not count", beyondCopy, "example.com/other", 2000, "≤ 3 µs beyond `pod-deep-copy-alone`", "missing"},
+		{"an absolute goal", caseGoal{ns: 15000}, "example.com/podpreset", 15000, "≤ 15 µs", "yes"},
+		{"an absolute goal missed", caseGoal{ns: 200000}, "example.com/podpreset", 200001, "≤ 200 µs", "**no**"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			goal, met := tc.goal.judge(p, tc.pkg, tc.median)
+			if goal != tc.wantGoal || met != tc.wantMet {
+				t.Errorf("judge = %q, %q; want %q, %q", goal, met, tc.wantGoal, tc.wantMet)
+			}
+		})
+	}
+}

@@ -27,8 +27,9 @@ func Plugins() []Plugin {
 		},
 		{
 			// Mutating: presets go in before LimitRanger sets defaults from the merged pod.
+			// Validating: presets themselves are validated when written.
 			Name:     podpreset.PluginName,
-			Phase:    Mutating,
+			Phase:    MutatingAndValidating,
 			Anchor:   Before("LimitRanger"),
 			Register: podpreset.Register,
 		},

@@ -1,6 +1,6 @@
 // Package app builds Portcullis's kube-apiserver command: stock kube-apiserver's options,
 // flags, help and run loop, from upstream's exported packages, with this distribution's
-// admission plugins installed before any flag is defined.
+// admission plugins installed before any flag is defined; run.go composes the server.
 package app
 
 import (
@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -20,7 +21,6 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
-	upstreamapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
@@ -74,6 +74,10 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			cliflag.PrintFlags(cmd.Flags())
 
+			// First among the decorators, so it sees our plugins rather than upstream's wrappers.
+			readiness := &portcullisadmission.ReadinessChecks{}
+			s.Admission.GenericAdmission.Decorators = append(admission.Decorators{readiness}, s.Admission.GenericAdmission.Decorators...)
+
 			completed, err := s.Complete(ctx)
 			if err != nil {
 				return err
@@ -84,7 +88,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return upstreamapp.Run(ctx, completed)
+			return run(ctx, completed, readiness)
 		},
 		Args: noPositionalArgs,
 	}

@@ -37,6 +37,16 @@ func TestAdmission(t *testing.T) {
 		}
 	})
 
+	// Our command composes upstream's server construction itself (cmd/kube-apiserver/app/run.go):
+	// with nothing of ours enabled, it must add nothing to the server's health checks.
+	t.Run("default health and readiness checks are stock's", func(t *testing.T) {
+		for _, endpoint := range []string{"/readyz", "/livez", "/healthz"} {
+			if diff := cmp.Diff(checkNames(t, stock, endpoint), checkNames(t, ours, endpoint)); diff != "" {
+				t.Errorf("%s checks differ from stock (-stock +ours):\n%s", endpoint, diff)
+			}
+		}
+	})
+
 	t.Run("enabling SecurityContextDeny puts it after NamespaceExists", func(t *testing.T) {
 		chains := scd.Chains(t)
 		at := slices.Index(chains.Validating, "SecurityContextDeny")
@@ -123,6 +133,25 @@ func TestAdmission(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// checkNames returns the names of the checks a health endpoint reports with ?verbose.
+func checkNames(t *testing.T, server *framework.APIServer, endpoint string) []string {
+	t.Helper()
+	body, err := server.Client.Discovery().RESTClient().Get().AbsPath(endpoint).Param("verbose", "true").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v: %s", endpoint, err, body)
+	}
+	var names []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, ok := strings.CutPrefix(line, "[+]"); ok {
+			names = append(names, strings.Fields(name)[0])
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("%s?verbose lists no check:\n%s", endpoint, body)
+	}
+	return names
+}
 
 func podWith(mutate func(*corev1.Pod)) *corev1.Pod {
 	pod := &corev1.Pod{

@@ -56,28 +56,24 @@ func TestPodPreset(t *testing.T) {
 	warned.WarningHandler = warnings
 	client := kubernetes.NewForConfigOrDie(warned)
 
+	// StartAPIServer returned as soon as /readyz first said ok, on a fresh etcd: from then on
+	// the API is served and pods get their presets, with no waiting and no retry.
 	var crd *unstructured.Unstructured
-	t.Run("the server installs the CRD at start-up", func(t *testing.T) {
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var err error
-			crd, err = dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, c := range conditions {
-				c, _ := c.(map[string]any)
-				if c["type"] == "Established" && c["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+	t.Run("once /readyz says ok the CRD is established and the presets are listed", func(t *testing.T) {
+		var err error
+		crd, err = dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
 		if err != nil {
-			t.Fatalf("CRD podpresets.settings.k8s.io not established within a minute: %v", err)
+			t.Fatalf("the CRD is not there when /readyz says ok: %v", err)
+		}
+		if !established(crd) {
+			t.Errorf("the CRD is not established when /readyz says ok: %v", crd.Object["status"])
 		}
 		if approval := crd.GetAnnotations()["api-approved.kubernetes.io"]; !strings.HasPrefix(approval, "unapproved, ") {
 			t.Errorf("api-approved.kubernetes.io = %q", approval)
+		}
+		readyz, err := server.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
+		if err != nil || !strings.Contains(string(readyz), "[+]podpreset-presets-synced ok") {
+			t.Errorf("/readyz does not include the PodPreset check (%v):\n%s", err, readyz)
 		}
 	})
 	if crd == nil {
@@ -185,8 +181,12 @@ func TestPodPreset(t *testing.T) {
 
 	t.Run("invalid presets are refused naming the field", func(t *testing.T) {
 		for name, tc := range map[string]struct{ spec, want string }{
-			"no selector":           {"env: [{name: A, value: b}]", "spec.selector: Required value"},
 			"nothing to inject":     {"selector: {}", "at least one of env, envFrom, volumes or volumeMounts must be set"},
+			"bad selector operator": {"selector: {matchExpressions: [{key: tier, operator: Near, values: [a]}]}\nenv: [{name: A, value: b}]", "spec.selector.matchExpressions[0].operator"},
+			"bad selector key":      {"selector: {matchLabels: {'not a key!': a}}\nenv: [{name: A, value: b}]", "spec.selector.matchLabels"},
+			"two volume sources":    {"volumes: [{name: v, emptyDir: {}, hostPath: {path: /tmp}}]", "spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type"},
+			"envFrom of two kinds":  {"envFrom: [{configMapRef: {name: a}, secretRef: {name: b}}]", "spec.envFrom: Invalid value"},
+			"subPath out of volume": {"volumes: [{name: v, emptyDir: {}}]\nvolumeMounts: [{name: v, mountPath: /m, subPath: ../etc}]", "subPath: Invalid value: \"../etc\": must not contain '..'"},
 			"mount of no volume":    {"selector: {}\nvolumeMounts: [{name: missing, mountPath: /m}]", "spec.volumeMounts: Invalid value"},
 			"duplicate mount paths": {"selector: {}\nvolumes: [{name: v, emptyDir: {}}]\nvolumeMounts: [{name: v, mountPath: /m}, {name: v, mountPath: /m}]", "Duplicate value"},
 			"bad volume name":       {"selector: {}\nvolumes: [{name: Not_Valid, emptyDir: {}}]", "spec.volumes[0].name"},
@@ -201,6 +201,72 @@ func TestPodPreset(t *testing.T) {
 					t.Errorf("error %q does not say %q", err.Error(), tc.want)
 				}
 			})
+		}
+	})
+
+	t.Run("a name too long for the pod annotation is refused", func(t *testing.T) {
+		long := strings.Repeat("n", 54)
+		doc := fmt.Sprintf("apiVersion: settings.k8s.io/v1alpha1\nkind: PodPreset\nmetadata: {name: %s}\nspec: {env: [{name: A, value: b}]}\n", long)
+		_, err := presets.Create(ctx, fromYAML(t, doc), metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name") || !strings.Contains(err.Error(), "no more than 53 characters") {
+			t.Fatalf("want 422 naming metadata.name and the 53-character limit, got %v", err)
+		}
+	})
+
+	t.Run("a preset without a selector applies to every pod of its namespace", func(t *testing.T) {
+		everyone := namespace(t, server.Client)
+		doc := "apiVersion: settings.k8s.io/v1alpha1\nkind: PodPreset\nmetadata: {name: everyone}\nspec:\n  env: [{name: CLUSTER, value: prod}]\n"
+		if _, err := dyn.Resource(settingsv1alpha1.Resource).Namespace(everyone).Create(ctx, fromYAML(t, doc), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("a manifest without a selector must apply unchanged: %v", err)
+		}
+		waitForPreset(t, client, everyone, "everyone")
+		pod := frontendPod("unlabelled", func(p *corev1.Pod) { p.Labels = map[string]string{"anything": "else"} })
+		created, err := client.CoreV1().Pods(everyone).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasEnv(created.Spec.Containers[0], "CLUSTER", "prod") {
+			t.Errorf("the selector-less preset did not apply: %+v", created.Spec.Containers[0].Env)
+		}
+	})
+
+	t.Run("a dry-run conflict warns the client and records no event", func(t *testing.T) {
+		conflicting := func(name string) *corev1.Pod {
+			return frontendPod(name, func(p *corev1.Pod) { p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PORT", Value: "5432"}} })
+		}
+		warnings.Take()
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, conflicting("dry-conflict"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(warnings.Take(), "\n"); !strings.Contains(got, "dry-conflict") {
+			t.Errorf("the dry run's client got no conflict warning: %q", got)
+		}
+		// Events are recorded in order: once the real request's event is there, the dry
+		// run's would be too.
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, conflicting("real-conflict"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var events *corev1.EventList
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			events, err = client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=PodPresetConflict"})
+			if err != nil {
+				return false, nil
+			}
+			for _, e := range events.Items {
+				if strings.Contains(e.Message, "real-conflict") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("no event for the real conflict: %v", err)
+		}
+		for _, e := range events.Items {
+			if strings.Contains(e.Message, "dry-conflict") {
+				t.Errorf("the dry run recorded an event: %s", e.Message)
+			}
 		}
 	})
 
@@ -228,7 +294,16 @@ func TestPodPreset(t *testing.T) {
 		if _, err := dyn.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/podpreset", "--enable-admission-plugins=PodPreset")
+		restarted := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/podpreset", "--enable-admission-plugins=PodPreset")
+		// At its first /readyz ok the restarted server has listed the presets: a matching
+		// pod gets them at once, never a not-ready refusal.
+		pod, err := restarted.Client.CoreV1().Pods(ns).Create(ctx, frontendPod("at-readyz", nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a pod created as soon as /readyz said ok: %v", err)
+		}
+		if _, ok := pod.Annotations["podpreset.admission.kubernetes.io/podpreset-allow-database"]; !ok || !hasEnv(pod.Spec.Containers[0], "DB_PORT", "6379") {
+			t.Errorf("a pod created as soon as /readyz said ok did not get its preset: %+v", pod)
+		}
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			got, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
 			return err == nil && got.GetAnnotations()["settings.portcullis.io/schema-hash"] == current, nil
@@ -240,16 +315,44 @@ func TestPodPreset(t *testing.T) {
 			t.Errorf("the update lost a preset: %v", err)
 		}
 	})
+
+	t.Run("a deleted CRD is recreated within 30 s", func(t *testing.T) {
+		old, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dyn.Resource(crdResource).Delete(ctx, "podpresets.settings.k8s.io", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			crd, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+			return err == nil && crd.GetUID() != old.GetUID() && established(crd), nil
+		})
+		if err != nil {
+			t.Fatalf("the CRD was not recreated and established within 30 s: %v", err)
+		}
+	})
+}
+
+func established(crd *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		c, _ := c.(map[string]any)
+		if c["type"] == "Established" && c["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 // waitForPreset waits until the plugin's informer has the preset: a server-side dry run
-// runs admission without storing anything.
+// runs admission without storing anything. Once the server is ready, no probe may be refused.
 func waitForPreset(t *testing.T, client kubernetes.Interface, ns, name string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		probe, err := client.CoreV1().Pods(ns).Create(ctx, frontendPod("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
-			return false, nil
+			return false, fmt.Errorf("a ready server refused a pod: %w", err)
 		}
 		_, ok := probe.Annotations["podpreset.admission.kubernetes.io/podpreset-"+name]
 		return ok, nil

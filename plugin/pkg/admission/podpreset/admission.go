@@ -3,29 +3,40 @@
 //
 // A PodPreset injects environment variables, volumes and volume mounts into the pods its
 // selector matches when they are created. The API is served from a CustomResourceDefinition
-// that the plugin installs when it is enabled; the plugin reads presets from an informer and
-// merges every matching preset into the pod, or none of them when any conflicts.
+// that the plugin installs when it is enabled; the plugin validates presets when they are
+// written, reads them from an informer and merges every matching preset into the pod, or
+// none of them when any conflicts.
 package podpreset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
+
+	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 )
 
 const (
@@ -41,6 +52,14 @@ const (
 
 	// ConflictReason is the reason of the Warning event recorded on a conflict.
 	ConflictReason = "PodPresetConflict"
+
+	// ReadinessCheckName names the plugin's check in the server's /readyz: the CRD is
+	// established and every preset has been read.
+	ReadinessCheckName = "podpreset-presets-synced"
+
+	// defaultReadyTimeout is how long a pod request waits for the plugin to become ready
+	// before it is refused, as upstream's admission.Handler waits.
+	defaultReadyTimeout = 10 * time.Second
 )
 
 // Register registers the plugin. It takes no configuration.
@@ -59,18 +78,26 @@ type Plugin struct {
 
 	presets  cache.Indexer
 	recorder record.EventRecorder
+	// ready reports whether the CRD is established and the presets have been listed.
+	ready        func() bool
+	readyTimeout time.Duration
 }
 
 var (
 	_ admission.MutationInterface                     = &Plugin{}
+	_ admission.ValidationInterface                   = &Plugin{}
 	_ genericadmissioninit.WantsExternalKubeClientSet = &Plugin{}
 	_ genericadmissioninit.WantsDynamicClient         = &Plugin{}
 	_ genericadmissioninit.WantsDrainedNotification   = &Plugin{}
 )
 
-// New returns a PodPreset plugin handling CREATE.
+// New returns a PodPreset plugin handling CREATE (pods and presets) and UPDATE (presets).
 func New() *Plugin {
-	return &Plugin{Handler: admission.NewHandler(admission.Create)}
+	return &Plugin{
+		Handler:      admission.NewHandler(admission.Create, admission.Update),
+		ready:        func() bool { return false },
+		readyTimeout: defaultReadyTimeout,
+	}
 }
 
 // SetExternalKubeClientSet receives the loopback client, used to record events.
@@ -102,12 +129,13 @@ func (p *Plugin) ValidateInitialization() error {
 		cancel()
 	}()
 
-	go installCRD(ctx, p.dynamicClient)
-
+	// The informer starts once the CRD is established, so it lists at once rather than
+	// backing off from "not found"; the installer then keeps the CRD in place.
 	informer := newPresetInformer(p.dynamicClient)
 	p.presets = informer.GetIndexer()
-	go informer.RunWithContext(ctx)
-	p.SetReadyFunc(informer.HasSynced)
+	p.ready = informer.HasSynced
+	installer := &crdInstaller{client: p.dynamicClient, logger: klog.Background()}
+	go installer.run(ctx, func() { go informer.RunWithContext(ctx) })
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: p.client.CoreV1().Events("")})
@@ -119,7 +147,35 @@ func (p *Plugin) ValidateInitialization() error {
 	return nil
 }
 
-var podsResource = api.Resource("pods")
+// ReadinessCheck returns the check the server adds to /readyz, so that once /readyz says ok
+// the PodPreset API is served and pods get their presets rather than a not-ready refusal.
+func (p *Plugin) ReadinessCheck() healthz.HealthChecker {
+	return healthz.NamedCheck(ReadinessCheckName, func(*http.Request) error {
+		if !p.ready() {
+			return errors.New("the PodPreset CRD is not established or the presets are not listed yet")
+		}
+		return nil
+	})
+}
+
+// waitForReady waits, at most readyTimeout and never past the request's deadline, for the
+// presets to be listed.
+func (p *Plugin) waitForReady(ctx context.Context) bool {
+	if p.ready() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.readyTimeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, false, func(context.Context) (bool, error) {
+		return p.ready(), nil
+	}) == nil
+}
+
+var (
+	podsResource      = api.Resource("pods")
+	podPresetResource = settingsv1alpha1.Resource.GroupResource()
+	podPresetKind     = settingsv1alpha1.SchemeGroupVersion.WithKind("PodPreset").GroupKind()
+)
 
 // Admit merges the pod's matching presets into it, or, when any conflicts, none of them:
 // the pod is then admitted unchanged with a warning to the client and an event.
@@ -137,7 +193,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if pod.Annotations[ExcludeAnnotation] == "true" {
 		return nil
 	}
-	if !p.WaitForReady() {
+	if !p.waitForReady(ctx) {
 		return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
 	}
 
@@ -145,33 +201,57 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if len(matching) == 0 {
 		return nil
 	}
-	if conflicts := findConflicts(pod, matching); len(conflicts) > 0 {
-		p.reportConflicts(ctx, pod, matching, conflicts)
+	merge := mergePresets(pod, matching)
+	if len(merge.conflicts) > 0 {
+		p.reportConflicts(ctx, pod, matching, merge.conflicts, a.IsDryRun())
 		return nil
 	}
-	apply(pod, matching)
+	merge.applyTo(pod, matching)
 	return nil
 }
 
-// matching returns the namespace's presets whose selector matches podLabels, by name.
-func (p *Plugin) matching(namespace string, podLabels map[string]string) []*preset {
-	objs, err := p.presets.ByIndex(cache.NamespaceIndex, namespace)
-	if err != nil || len(objs) == 0 {
+// Validate refuses a PodPreset that the 1.19 API server would have refused, or that would
+// fail the pods it matches, with every reason at once.
+func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetResource().GroupResource() != podPresetResource || a.GetSubresource() != "" {
 		return nil
 	}
-	set := labels.Set(podLabels)
+	u, ok := a.GetObject().(*unstructured.Unstructured)
+	if !ok {
+		return apierrors.NewBadRequest("PodPreset: the object of a podpresets request is not a PodPreset")
+	}
+	var pp settingsv1alpha1.PodPreset
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pp); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("PodPreset: %v", err))
+	}
+	if errs := Validate(&pp); len(errs) > 0 {
+		return apierrors.NewInvalid(podPresetKind, pp.Name, errs)
+	}
+	return nil
+}
+
+// matching returns the namespace's presets whose selector matches podLabels, by name. The
+// label index narrows them to the presets indexed under one of the pod's labels, and those
+// whose selector names no value.
+func (p *Plugin) matching(namespace string, podLabels map[string]string) []*preset {
 	var out []*preset
-	for _, obj := range objs {
-		pp, ok := obj.(*preset)
-		if ok && pp.selector.Matches(set) {
-			out = append(out, pp)
+	collect := func(key string) {
+		objs, _ := p.presets.ByIndex(labelIndex, key)
+		for _, obj := range objs {
+			if pp, ok := obj.(*preset); ok && pp.selector.Matches(labels.Set(podLabels)) {
+				out = append(out, pp)
+			}
 		}
+	}
+	collect(namespace + "/")
+	for k, v := range podLabels {
+		collect(labelKey(namespace, k, v))
 	}
 	slices.SortFunc(out, func(a, b *preset) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-func (p *Plugin) reportConflicts(ctx context.Context, pod *api.Pod, presets []*preset, conflicts []string) {
+func (p *Plugin) reportConflicts(ctx context.Context, pod *api.Pod, presets []*preset, conflicts []string, dryRun bool) {
 	names := make([]string, len(presets))
 	for i, pp := range presets {
 		names[i] = pp.Name
@@ -183,6 +263,10 @@ func (p *Plugin) reportConflicts(ctx context.Context, pod *api.Pod, presets []*p
 	message := fmt.Sprintf("pod %s was admitted without podpresets %s: %s",
 		podName, strings.Join(names, ", "), strings.Join(conflicts, "; "))
 	warning.AddWarning(ctx, "", "PodPreset conflict: "+message)
+	if dryRun {
+		// A dry run changes nothing, events included; the client still gets the warning.
+		return
+	}
 	for _, pp := range presets {
 		p.recorder.Event(pp.reference(), corev1.EventTypeWarning, ConflictReason, message)
 	}

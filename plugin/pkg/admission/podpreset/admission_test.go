@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -70,7 +72,7 @@ func newPod(mutate func(*api.Pod)) *api.Pod {
 // newTestPlugin returns a ready plugin whose informer holds presets.
 func newTestPlugin(t testing.TB, presets ...*settingsv1alpha1.PodPreset) (*Plugin, *record.FakeRecorder) {
 	t.Helper()
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, presetIndexers())
 	for _, pp := range presets {
 		compiled, err := compile(pp)
 		if err != nil {
@@ -84,7 +86,7 @@ func newTestPlugin(t testing.TB, presets ...*settingsv1alpha1.PodPreset) (*Plugi
 	p := New()
 	p.presets = indexer
 	p.recorder = recorder
-	p.SetReadyFunc(func() bool { return true })
+	p.ready = func() bool { return true }
 	return p, recorder
 }
 
@@ -94,10 +96,15 @@ func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
 
 func admit(t testing.TB, p *Plugin, obj runtime.Object, resource, subresource string, op admission.Operation) (error, []string) {
 	t.Helper()
+	return admitRequest(t, p, obj, resource, subresource, op, false)
+}
+
+func admitRequest(t testing.TB, p *Plugin, obj runtime.Object, resource, subresource string, op admission.Operation, dryRun bool) (error, []string) {
+	t.Helper()
 	var w warnings
 	ctx := warning.WithWarningRecorder(context.Background(), &w)
 	attrs := admission.NewAttributesRecord(obj, nil, api.Kind("Pod").WithVersion("v1"), "ns", "web",
-		api.Resource(resource).WithVersion("v1"), subresource, op, nil, false, nil)
+		api.Resource(resource).WithVersion("v1"), subresource, op, nil, dryRun, nil)
 	return p.Admit(ctx, attrs, nil), w
 }
 
@@ -278,6 +285,22 @@ func TestConflicts(t *testing.T) {
 			want: []string{`podpreset "cache": volumeMount at "/cache" differs from container "app"'s own`},
 		},
 		{
+			name:    "volumeMount naming a volumeDevice",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("cache", withCache("block", "/cache"))},
+			pod: newPod(func(p *api.Pod) {
+				p.Spec.Containers[0].VolumeDevices = []api.VolumeDevice{{Name: "block", DevicePath: "/dev/xvda"}}
+			}),
+			want: []string{`podpreset "cache": volumeMount "block" names a volumeDevice of container "app"`},
+		},
+		{
+			name:    "volumeMount on a devicePath",
+			presets: []*settingsv1alpha1.PodPreset{newPreset("cache", withCache("cache", "/dev/xvda"))},
+			pod: newPod(func(p *api.Pod) {
+				p.Spec.Containers[0].VolumeDevices = []api.VolumeDevice{{Name: "block", DevicePath: "/dev/xvda"}}
+			}),
+			want: []string{`podpreset "cache": volumeMount at "/dev/xvda" is a devicePath of container "app"`},
+		},
+		{
 			name:    "two presets disagree on an env var",
 			presets: []*settingsv1alpha1.PodPreset{newPreset("a", withEnv("MODE", "fast")), newPreset("b", withEnv("MODE", "safe"))},
 			pod:     newPod(nil),
@@ -352,8 +375,9 @@ func TestIgnoredRequests(t *testing.T) {
 			}
 		})
 	}
-	if p.Handles(admission.Update) || p.Handles(admission.Delete) || !p.Handles(admission.Create) {
-		t.Error("the plugin must handle CREATE only")
+	// UPDATE is handled for presets only (validation); a pod UPDATE is ignored above.
+	if p.Handles(admission.Delete) || p.Handles(admission.Connect) || !p.Handles(admission.Create) || !p.Handles(admission.Update) {
+		t.Error("the plugin must handle CREATE and UPDATE only")
 	}
 }
 
@@ -367,7 +391,8 @@ func TestBadObject(t *testing.T) {
 
 func TestNotReadyRefuses(t *testing.T) {
 	p, _ := newTestPlugin(t, newPreset("p", withEnv("A", "1")))
-	p.SetReadyFunc(func() bool { return false })
+	p.ready = func() bool { return false }
+	p.readyTimeout = time.Millisecond
 	err, _ := admit(t, p, newPod(nil), "pods", "", admission.Create)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not yet ready") {
 		t.Fatalf("want the not-ready refusal, got %v", err)
@@ -436,14 +461,32 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 		}
 	})
-	for _, n := range []int{1, 100, 1000} {
-		b.Run(fmt.Sprintf("checked-apply/presets=%d", n), func(b *testing.B) {
-			presets := make([]*settingsv1alpha1.PodPreset, n)
+	typical := func(s *settingsv1alpha1.PodPresetSpec) {
+		withEnv("DB_PORT", "6379")(s)
+		withCache("cache-volume", "/cache")(s)
+	}
+	// A preset at the CRD's size caps for env vars, the largest list a preset may hold.
+	atSizeCaps := func(s *settingsv1alpha1.PodPresetSpec) {
+		for i := range maxEnv {
+			withEnv(fmt.Sprintf("VAR_%04d", i), "value")(s)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		presets  int
+		contents func(*settingsv1alpha1.PodPresetSpec)
+	}{
+		{"checked-apply/presets=1", 1, typical},
+		{"checked-apply/presets=100", 100, typical},
+		{"checked-apply/presets=1000", 1000, typical},
+		{fmt.Sprintf("checked-apply/presets=1,env=%d", maxEnv), 1, atSizeCaps},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			presets := make([]*settingsv1alpha1.PodPreset, tc.presets)
 			for i := range presets {
 				presets[i] = newPreset(fmt.Sprintf("preset-%04d", i), func(s *settingsv1alpha1.PodPresetSpec) {
 					s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i)}}
-					withEnv("DB_PORT", "6379")(s)
-					withCache("cache-volume", "/cache")(s)
+					tc.contents(s)
 				})
 			}
 			p, _ := newTestPlugin(b, presets...)
@@ -524,13 +567,13 @@ func TestEnsureCRD(t *testing.T) {
 		return verbs
 	}
 
-	if err := ensureCRD(ctx, client); err != nil {
+	if _, err := ensureCRD(ctx, client, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"create"}, writes()); diff != "" {
 		t.Errorf("first install (-want +got):\n%s", diff)
 	}
-	if err := ensureCRD(ctx, client); err != nil {
+	if _, err := ensureCRD(ctx, client, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if got := writes(); len(got) != 0 {
@@ -546,7 +589,7 @@ func TestEnsureCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.ClearActions()
-	if err := ensureCRD(ctx, client); err != nil {
+	if _, err := ensureCRD(ctx, client, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"update"}, writes()); diff != "" {

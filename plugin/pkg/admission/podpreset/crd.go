@@ -93,7 +93,7 @@ func podPresetSchema() (*apiextensionsv1.JSONSchemaProps, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	selector.Description = "Selector chooses the pods of the namespace the preset applies to. An empty selector matches every pod."
+	selector.Description = "Selector chooses the pods of the namespace the preset applies to. An empty or absent selector matches every pod."
 
 	volume := c.definition(corev1.Volume{}.OpenAPIModelName())
 	volume.Properties["name"] = withName(volume.Properties["name"], dns1123Label)
@@ -119,7 +119,6 @@ func podPresetSchema() (*apiextensionsv1.JSONSchemaProps, error) {
 	spec := apiextensionsv1.JSONSchemaProps{
 		Type:        "object",
 		Description: "PodPresetSpec is what a PodPreset injects, and into which pods.",
-		Required:    []string{"selector"},
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"selector":     selector,
 			"env":          list("Env is appended to every init and regular container's environment.", env, maxEnv),

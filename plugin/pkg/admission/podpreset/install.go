@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -17,59 +18,118 @@ import (
 
 var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 
-// installCRD creates the PodPreset CRD, or updates it when its schema hash differs, retrying
-// until it succeeds or ctx ends: the plugin is built before the server serves, so the first
-// attempts fail. It never deletes the CRD, so disabling the plugin keeps every preset.
-func installCRD(ctx context.Context, client dynamic.Interface) {
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := ensureCRD(ctx, client); err != nil {
-			klog.V(2).InfoS("Installing the PodPreset CRD; will retry", "err", err)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil && ctx.Err() == nil {
-		klog.ErrorS(err, "Installing the PodPreset CRD failed")
-	}
+const (
+	// establishPollInterval paces the start-up attempts: the plugin is built before the
+	// server serves, so the first ones fail, and /readyz waits for the CRD.
+	establishPollInterval = 250 * time.Millisecond
+	// crdCheckInterval paces the checks, once the CRD is established, that it is still there
+	// and current: a deleted CRD is recreated within this interval and a write's latency.
+	crdCheckInterval = 5 * time.Second
+)
+
+// crdInstaller keeps the PodPreset CRD installed. It never deletes the CRD, so disabling the
+// plugin keeps every preset.
+type crdInstaller struct {
+	client dynamic.Interface
+	logger klog.Logger
+	// checkInterval is crdCheckInterval, but for tests.
+	checkInterval time.Duration
+	// lastFailure is the last failure logged, so a persistent one is logged once.
+	lastFailure string
 }
 
-// ensureCRD makes the cluster's PodPreset CRD the one CRD() describes.
-func ensureCRD(ctx context.Context, client dynamic.Interface) error {
+// run installs the CRD and waits until it is established, calls established once, then
+// checks the CRD every checkInterval, recreating or updating it as needed, until ctx ends.
+func (i *crdInstaller) run(ctx context.Context, established func()) {
+	err := wait.PollUntilContextCancel(ctx, establishPollInterval, true, func(ctx context.Context) (bool, error) {
+		return i.ensure(ctx), nil
+	})
+	if err != nil {
+		return // ctx ended
+	}
+	i.logger.Info("The PodPreset CRD is established", "crd", CRDName)
+	established()
+	interval := i.checkInterval
+	if interval == 0 {
+		interval = crdCheckInterval
+	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) { i.ensure(ctx) }, interval)
+}
+
+// ensure makes the CRD current and reports whether it is established, logging a failure
+// at default verbosity with its reason.
+func (i *crdInstaller) ensure(ctx context.Context) bool {
+	crd, err := ensureCRD(ctx, i.client, i.logger)
+	switch {
+	case err == nil:
+		i.lastFailure = ""
+		return isEstablished(crd)
+	case ctx.Err() != nil, utilnet.IsConnectionRefused(err):
+		// Shutting down, or the server does not listen yet: neither is a failure to report.
+	case err.Error() != i.lastFailure:
+		i.lastFailure = err.Error()
+		i.logger.Error(err, "Installing the PodPreset CRD failed; retrying", "crd", CRDName)
+	}
+	return false
+}
+
+// ensureCRD makes the cluster's PodPreset CRD the one CRD() describes, and returns it as
+// stored.
+func ensureCRD(ctx context.Context, client dynamic.Interface, logger klog.Logger) (*unstructured.Unstructured, error) {
 	desired, err := CRD()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	crds := client.Resource(crdResource)
 	existing, err := crds.Get(ctx, CRDName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		obj, err := toUnstructured(desired)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		_, err = crds.Create(ctx, obj, metav1.CreateOptions{FieldManager: "kube-apiserver-podpreset"})
-		if err == nil {
-			klog.InfoS("Installed the PodPreset CRD", "crd", CRDName)
+		created, err := crds.Create(ctx, obj, metav1.CreateOptions{FieldManager: "kube-apiserver-podpreset"})
+		if apierrors.IsAlreadyExists(err) {
+			// Another API server of the cluster created it first.
+			return crds.Get(ctx, CRDName, metav1.GetOptions{})
 		}
-		return err
+		if err != nil {
+			return nil, fmt.Errorf("creating the PodPreset CRD: %w", err)
+		}
+		logger.Info("Installed the PodPreset CRD", "crd", CRDName)
+		return created, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if existing.GetAnnotations()[SchemaHashAnnotation] == desired.Annotations[SchemaHashAnnotation] {
-		return nil
+		return existing, nil
 	}
 	// Our schema changed: replace spec, labels and annotations, keep everything else.
 	obj, err := toUnstructured(desired)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())
 	obj.SetUID(existing.GetUID())
-	if _, err := crds.Update(ctx, obj, metav1.UpdateOptions{FieldManager: "kube-apiserver-podpreset"}); err != nil {
-		return fmt.Errorf("updating the PodPreset CRD: %w", err)
+	updated, err := crds.Update(ctx, obj, metav1.UpdateOptions{FieldManager: "kube-apiserver-podpreset"})
+	if err != nil {
+		return nil, fmt.Errorf("updating the PodPreset CRD: %w", err)
 	}
-	klog.InfoS("Updated the PodPreset CRD to the current schema", "crd", CRDName)
-	return nil
+	logger.Info("Updated the PodPreset CRD to the current schema", "crd", CRDName)
+	return updated, nil
+}
+
+// isEstablished reports whether the CRD's Established condition is True: the API server
+// serves its resource.
+func isEstablished(crd *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		condition, ok := c.(map[string]any)
+		if ok && condition["type"] == string(apiextensionsv1.Established) {
+			return condition["status"] == string(apiextensionsv1.ConditionTrue)
+		}
+	}
+	return false
 }
 
 func toUnstructured(crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {

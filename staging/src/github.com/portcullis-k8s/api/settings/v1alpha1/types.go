@@ -18,9 +18,10 @@ type PodPreset struct {
 
 // PodPresetSpec is what a PodPreset injects, and into which pods.
 type PodPresetSpec struct {
-	// Selector chooses the pods of the namespace the preset applies to. An empty selector
-	// matches every pod.
-	Selector metav1.LabelSelector `json:"selector"`
+	// Selector chooses the pods of the namespace the preset applies to. An empty or absent
+	// selector matches every pod.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
 	// Env is appended to every init and regular container's environment.
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
