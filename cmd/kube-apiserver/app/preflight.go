@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -17,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	admissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/webhook"
@@ -26,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	cliflag "k8s.io/component-base/cli/flag"
 	basecompatibility "k8s.io/component-base/compatibility"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version"
@@ -135,6 +139,11 @@ func (r *PreflightReport) problem(format string, a ...any) {
 	r.Problems = append(r.Problems, fmt.Sprintf(format, a...))
 }
 
+// reported tells whether a problem already says text.
+func (r *PreflightReport) reported(text string) bool {
+	return slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, text) })
+}
+
 // Preflight checks a kube-apiserver command line (without the program name).
 func Preflight(ctx context.Context, args []string) *PreflightReport {
 	r := &PreflightReport{Args: args}
@@ -158,6 +167,9 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	}
 	checkFiles(r, fs)
 	checkCertificates(r, fs)
+	checkSNICertKeys(r, s)
+	checkConfigFiles(ctx, r, s, fs)
+	checkWritableDirectories(r, s)
 
 	// Without --tls-cert-file the server writes a self-signed certificate into --cert-dir;
 	// preflight writes nothing, so it makes one in memory instead.
@@ -165,16 +177,33 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 		r.Notes = append(r.Notes, fmt.Sprintf("no --tls-cert-file: the server will generate a self-signed serving certificate in %s", s.SecureServing.ServerCert.CertDirectory))
 		s.SecureServing.ServerCert.CertDirectory = ""
 	}
+	// Completing the options dials the external token signer; preflight contacts nothing,
+	// so it completes without it and validates with a stand-in.
+	signingEndpoint := s.ServiceAccountSigningEndpoint
+	s.ServiceAccountSigningEndpoint = ""
 	completed, err := s.Complete(ctx)
 	if err != nil {
 		r.problem("options: %v", err)
 		return r
 	}
+	if signingEndpoint != "" {
+		r.Notes = append(r.Notes, fmt.Sprintf("--service-account-signing-endpoint %s: preflight does not contact the external signer; the server does at start-up and fails if it is not serving", signingEndpoint))
+		completed.ServiceAccountSigningEndpoint = signingEndpoint
+		if completed.ServiceAccountIssuer == nil {
+			completed.ServiceAccountIssuer = externalSignerNotContacted{}
+			completed.Authentication.ServiceAccounts.ExternalPublicKeysGetter = externalSignerNotContacted{}
+		}
+	}
 	for _, e := range completed.Validate() {
-		r.problem("%v", e)
+		// Some configuration files are loaded again by validation; they were reported
+		// above, with their flag.
+		if !r.reported(e.Error()) {
+			r.problem("%v", e)
+		}
 	}
 
-	r.Mutating, r.Validating, err = admissionChains(completed.Admission, s.GenericServerRunOptions.ComponentGlobalsRegistry)
+	loopback := loopbackHost(s)
+	r.Mutating, r.Validating, err = admissionChains(completed.Admission, s.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
 	if err != nil {
 		if file := completed.Admission.GenericAdmission.ConfigFile; file != "" {
 			r.problem("admission (--admission-control-config-file %s): %v", file, err)
@@ -183,7 +212,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 		}
 		return r
 	}
-	r.StockMutating, r.StockValidating, err = stockChains(args)
+	r.StockMutating, r.StockValidating, err = stockChains(args, loopback)
 	if err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("stock kube-apiserver's chain could not be computed for comparison: %v", err))
 	}
@@ -194,6 +223,8 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 func parseServerFlags(s *options.ServerRunOptions, args []string) (*pflag.FlagSet, error) {
 	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	// As the server's command (component-base/cli.Run): --etcd_servers is --etcd-servers.
+	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	for _, named := range namedFlagSets(s, "kube-apiserver").FlagSets {
 		fs.AddFlagSet(named)
 	}
@@ -259,7 +290,6 @@ var (
 )
 
 func checkCertificates(r *PreflightReport, fs *pflag.FlagSet) {
-	readable := func(path string) bool { f, err := os.Open(path); f.Close(); return err == nil }
 	for _, pair := range keyPairFlags {
 		certs, keys := flagValues(fs, pair[0]), flagValues(fs, pair[1])
 		if len(certs) != len(keys) {
@@ -301,10 +331,11 @@ func checkCertificates(r *PreflightReport, fs *pflag.FlagSet) {
 
 // admissionChains builds the admission chain the options describe, the way the server
 // does — reading --admission-control-config-file and each plugin's configuration, running
-// every plugin's own validation — and returns its phases in order. The clients point at a
-// loopback address where nothing listens and no informer is started: nothing is contacted.
-func admissionChains(opts *kubeoptions.AdmissionOptions, globals basecompatibility.ComponentGlobalsRegistry) (mutating, validating []string, err error) {
-	nowhere := &rest.Config{Host: "https://127.0.0.1:1"}
+// every plugin's own validation — and returns its phases in order. Nothing is contacted:
+// the clients' dialer refuses every connection, no informer is started, and the
+// background work plugins start while being validated is stopped once the chain is built.
+func admissionChains(opts *kubeoptions.AdmissionOptions, globals basecompatibility.ComponentGlobalsRegistry, loopback string) (mutating, validating []string, err error) {
+	nowhere := &rest.Config{Host: loopback, Dial: refuseToDial}
 	client, err := kubernetes.NewForConfig(nowhere)
 	if err != nil {
 		return nil, nil, err
@@ -328,6 +359,10 @@ func admissionChains(opts *kubeoptions.AdmissionOptions, globals basecompatibili
 	if err != nil {
 		return nil, nil, err
 	}
+	// Last, so that it replaces the server's drained notification, which never comes here.
+	drained := make(chan struct{})
+	defer close(drained)
+	kubeInitializers = append(kubeInitializers, drainedInitializer(drained))
 	// The recorder goes first so that it sees each plugin itself, not a metrics wrapper.
 	recorder := &chainRecorder{}
 	opts.GenericAdmission.Decorators = append(admission.Decorators{recorder}, opts.GenericAdmission.Decorators...)
@@ -341,14 +376,39 @@ func admissionChains(opts *kubeoptions.AdmissionOptions, globals basecompatibili
 	return recorder.mutating, recorder.validating, nil
 }
 
+// loopbackHost is the address the server's own loopback clients would use, which
+// preflight's clients name but never dial.
+func loopbackHost(s *options.ServerRunOptions) string {
+	host := "127.0.0.1"
+	if ip := s.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() {
+		host = ip.String()
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(s.SecureServing.BindPort))
+}
+
+// errNoDialing is what preflight's clients get instead of a connection.
+var errNoDialing = errors.New("preflight contacts nothing")
+
+func refuseToDial(context.Context, string, string) (net.Conn, error) { return nil, errNoDialing }
+
+// drainedInitializer gives plugins a drained notification that closes once the chain is
+// built, which stops whatever they started in ValidateInitialization.
+type drainedInitializer <-chan struct{}
+
+func (d drainedInitializer) Initialize(plugin admission.Interface) {
+	if wants, ok := plugin.(admissioninitializer.WantsDrainedNotification); ok {
+		wants.SetDrainedNotification(d)
+	}
+}
+
 // stockChains computes stock kube-apiserver's chains for args with our plugin names taken
 // out of the admission flags (stock would refuse them).
-func stockChains(args []string) (mutating, validating []string, err error) {
+func stockChains(args []string, loopback string) (mutating, validating []string, err error) {
 	stock := options.NewServerRunOptions()
 	if _, err := parseServerFlags(stock, withoutOurPlugins(args)); err != nil {
 		return nil, nil, err
 	}
-	return admissionChains(stock.Admission, stock.GenericServerRunOptions.ComponentGlobalsRegistry)
+	return admissionChains(stock.Admission, stock.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
 }
 
 var admissionListFlags = []string{"--enable-admission-plugins", "--disable-admission-plugins", "--admission-control"}
@@ -366,14 +426,20 @@ func withoutOurPlugins(args []string) []string {
 	}
 	out := slices.Clone(args)
 	for i := 0; i < len(out); i++ {
-		for _, flag := range admissionListFlags {
-			switch {
-			case strings.HasPrefix(out[i], flag+"="):
-				out[i] = flag + "=" + strip(strings.TrimPrefix(out[i], flag+"="))
-			case out[i] == flag && i+1 < len(out):
-				out[i+1] = strip(out[i+1])
-				i++
-			}
+		if out[i] == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(out[i], "=")
+		// Underscores and dashes are the same to the server (cliflag.WordSepNormalizeFunc).
+		if !slices.Contains(admissionListFlags, strings.ReplaceAll(name, "_", "-")) {
+			continue
+		}
+		switch {
+		case hasValue:
+			out[i] = name + "=" + strip(value)
+		case i+1 < len(out):
+			out[i+1] = strip(out[i+1])
+			i++
 		}
 	}
 	return out

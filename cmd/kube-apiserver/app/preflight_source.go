@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,13 +41,27 @@ func commandLineFromManifest(path string) ([]string, error) {
 	return nil, fmt.Errorf("--manifest %s: no container runs kube-apiserver", path)
 }
 
-// commandLineFromSystemdUnit returns the arguments of the unit's ExecStart, with the
-// environment of its Environment= lines and of its EnvironmentFile (or environmentFile, when
-// given, in its place) substituted as systemd does: ${VAR} in place, $VAR split into words.
+// systemdDropInRoots are the directories, besides the unit's own, whose <unit>.d/*.conf
+// drop-ins systemd applies to a unit, highest priority first. Tests replace them.
+var systemdDropInRoots = []string{"/etc/systemd/system"}
+
+// commandLineFromSystemdUnit returns the arguments of the unit's ExecStart, after its
+// drop-ins, with the environment of its Environment= lines and of its EnvironmentFile (or
+// environmentFile, when given, in its place) substituted as systemd does: ${VAR} in place,
+// $VAR split into words.
 func commandLineFromSystemdUnit(unitPath, environmentFile string) ([]string, error) {
-	unit, err := parseUnit(unitPath)
+	unit := map[string][]string{}
+	if err := parseUnit(unitPath, unit); err != nil {
+		return nil, fmt.Errorf("--systemd-unit: %w", err)
+	}
+	dropIns, err := systemdDropIns(unitPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--systemd-unit %s: %w", unitPath, err)
+	}
+	for _, dropIn := range dropIns {
+		if err := parseUnit(dropIn, unit); err != nil {
+			return nil, fmt.Errorf("--systemd-unit %s: drop-in: %w", unitPath, err)
+		}
 	}
 	env := map[string]string{}
 	for _, assignment := range unit["Environment"] {
@@ -71,42 +87,89 @@ func commandLineFromSystemdUnit(unitPath, environmentFile string) ([]string, err
 	}
 	starts := unit["ExecStart"]
 	if len(starts) != 1 {
-		return nil, fmt.Errorf("--systemd-unit %s: want exactly one ExecStart=, found %d", unitPath, len(starts))
+		return nil, fmt.Errorf("--systemd-unit %s (with %d drop-ins): want exactly one ExecStart=, found %d", unitPath, len(dropIns), len(starts))
 	}
-	// Prefixes that change how systemd runs the command, not the command itself.
-	line := strings.TrimLeft(starts[0], "-@+!:|")
+	// Of the prefixes (systemd.service(5), "Command lines"), "@" makes the second word
+	// argv[0] and ":" turns off variable substitution; "-", "+", "!", "!!" and "|" change
+	// how the command runs, not what it is.
+	prefixes := starts[0][:len(starts[0])-len(strings.TrimLeft(starts[0], "-@+!:|"))]
 	var argv []string
-	for _, word := range splitWords(line) {
+	for _, word := range splitWords(starts[0][len(prefixes):]) {
+		if strings.Contains(prefixes, ":") {
+			argv = append(argv, word)
+			continue
+		}
 		argv = append(argv, expand(word, env)...)
 	}
-	argv = withoutEnvWrapper(argv)
-	if len(argv) == 0 || filepath.Base(argv[0]) != "kube-apiserver" {
-		return nil, fmt.Errorf("--systemd-unit %s: ExecStart runs %q, not kube-apiserver", unitPath, strings.Join(argv, " "))
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("--systemd-unit %s: ExecStart is empty", unitPath)
 	}
-	return argv[1:], nil
+	// argv[0] is what systemd executes; with "@" the next word is only the name the
+	// program sees as its argv[0].
+	program, args := argv[0], argv[1:]
+	if strings.Contains(prefixes, "@") && len(args) > 0 {
+		args = args[1:]
+	}
+	program, args = withoutEnvWrapper(program, args)
+	if filepath.Base(program) != "kube-apiserver" {
+		return nil, fmt.Errorf("--systemd-unit %s: ExecStart runs %q, not kube-apiserver", unitPath, strings.Join(append([]string{program}, args...), " "))
+	}
+	return args, nil
 }
 
-// withoutEnvWrapper drops a leading env(1) and its NAME=VALUE assignments: units start a
-// binary whose path is a variable through env, since systemd expands none in the program.
-func withoutEnvWrapper(argv []string) []string {
-	if len(argv) == 0 || filepath.Base(argv[0]) != "env" {
-		return argv
+// systemdDropIns returns the unit's drop-ins, <unit>.d/*.conf in the unit's directory and
+// in systemdDropInRoots, in the order systemd applies them: by file name, a name in a
+// higher-priority directory hiding the same name in a lower one.
+func systemdDropIns(unitPath string) ([]string, error) {
+	name := filepath.Base(unitPath)
+	dirs := make([]string, 0, len(systemdDropInRoots)+1)
+	for _, root := range systemdDropInRoots {
+		dirs = append(dirs, filepath.Join(root, name+".d"))
 	}
-	argv = argv[1:]
-	for len(argv) > 0 && strings.Contains(argv[0], "=") && !strings.HasPrefix(argv[0], "-") {
-		argv = argv[1:]
+	dirs = append(dirs, filepath.Join(filepath.Dir(unitPath), name+".d"))
+	byName := map[string]string{}
+	for _, dir := range dirs {
+		matches, err := filepath.Glob(filepath.Join(dir, "*.conf"))
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range matches {
+			if _, hidden := byName[filepath.Base(path)]; !hidden {
+				byName[filepath.Base(path)] = path
+			}
+		}
 	}
-	return argv
+	names := slices.Sorted(maps.Keys(byName))
+	dropIns := make([]string, len(names))
+	for i, n := range names {
+		dropIns[i] = byName[n]
+	}
+	return dropIns, nil
 }
 
-// parseUnit returns the [Service] settings of a unit file, in order, line continuations
-// joined.
-func parseUnit(path string) (map[string][]string, error) {
+// withoutEnvWrapper looks through a program run by env(1) with NAME=VALUE assignments:
+// units start a binary whose path is a variable through env, since systemd expands none in
+// the program.
+func withoutEnvWrapper(program string, args []string) (string, []string) {
+	if filepath.Base(program) != "env" {
+		return program, args
+	}
+	for len(args) > 0 && strings.Contains(args[0], "=") && !strings.HasPrefix(args[0], "-") {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return program, args
+	}
+	return args[0], args[1:]
+}
+
+// parseUnit adds the [Service] settings of a unit file or drop-in to settings, in order,
+// line continuations joined; an empty assignment resets a setting, as in systemd.
+func parseUnit(path string, settings map[string][]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--systemd-unit: %w", err)
+		return err
 	}
-	settings := map[string][]string{}
 	section := ""
 	var logical strings.Builder
 	scanner := bufio.NewScanner(bytes.NewReader(data))
@@ -132,7 +195,7 @@ func parseUnit(path string) (map[string][]string, error) {
 		}
 		key, value, ok := strings.Cut(full, "=")
 		if !ok {
-			return nil, fmt.Errorf("--systemd-unit %s: cannot parse %q", path, full)
+			return fmt.Errorf("%s: cannot parse %q", path, full)
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if value == "" {
@@ -141,7 +204,7 @@ func parseUnit(path string) (map[string][]string, error) {
 		}
 		settings[key] = append(settings[key], value)
 	}
-	return settings, scanner.Err()
+	return scanner.Err()
 }
 
 // readEnvironmentFile reads KEY=VALUE lines (comments and blank lines skipped, values

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,137 @@ func TestChainDiff(t *testing.T) {
 	}
 	if got := chainDiff("mutating", []string{"A"}, []string{"A"}); len(got) != 0 {
 		t.Errorf("identical chains differ: %v", got)
+	}
+}
+
+// TestCommandLineFromSystemdUnitDropIns checks that what preflight checks is the ExecStart
+// systemd would run: after the drop-ins beside the unit and under the system directory, in
+// file-name order, with an empty ExecStart= resetting the list.
+func TestCommandLineFromSystemdUnitDropIns(t *testing.T) {
+	dir := t.TempDir()
+	etc := filepath.Join(dir, "etc")
+	defer func(roots []string) { systemdDropInRoots = roots }(systemdDropInRoots)
+	systemdDropInRoots = []string{etc}
+
+	unitDir := filepath.Join(dir, "lib")
+	unit := filepath.Join(unitDir, "kube-apiserver.service")
+	besideDir, etcDir := unit+".d", filepath.Join(etc, "kube-apiserver.service.d")
+	for _, d := range []string{besideDir, etcDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, unitDir, "kube-apiserver.service", "[Service]\nEnvironment=V=1\nExecStart=/usr/bin/kube-apiserver --v=${V} --secure-port=6443\n")
+
+	tests := []struct {
+		name    string
+		dropIns map[string]string // path relative to dir: content
+		want    []string
+		wantErr string
+	}{
+		{
+			name: "no drop-in",
+			want: []string{"--v=1", "--secure-port=6443"},
+		},
+		{
+			name: "a drop-in beside the unit resets and replaces ExecStart",
+			dropIns: map[string]string{
+				"lib/kube-apiserver.service.d/10-flags.conf": "[Service]\nExecStart=\nExecStart=/usr/bin/kube-apiserver --v=${V} --etcd-servers=https://10.0.0.1:2379\n",
+			},
+			want: []string{"--v=1", "--etcd-servers=https://10.0.0.1:2379"},
+		},
+		{
+			name: "drop-ins apply in file-name order across directories",
+			dropIns: map[string]string{
+				"etc/kube-apiserver.service.d/20-env.conf":       "[Service]\nEnvironment=V=3\n",
+				"lib/kube-apiserver.service.d/10-env.conf":       "[Service]\nEnvironment=V=2\n",
+				"lib/kube-apiserver.service.d/ignored.txt":       "[Service]\nEnvironment=V=9\n",
+				"etc/kube-apiserver.service.d/30-exec.conf":      "[Service]\nExecStart=\nExecStart=/opt/bin/kube-apiserver --v=${V}\n",
+				"lib/kube-apiserver.service.d/99-unrelated.conf": "[Unit]\nDescription=x\n",
+			},
+			want: []string{"--v=3"},
+		},
+		{
+			name: "the system directory hides a drop-in of the same name",
+			dropIns: map[string]string{
+				"lib/kube-apiserver.service.d/10-exec.conf": "[Service]\nExecStart=\nExecStart=/usr/bin/kube-apiserver --v=7\n",
+				"etc/kube-apiserver.service.d/10-exec.conf": "[Service]\nExecStart=\nExecStart=/usr/bin/kube-apiserver --v=8\n",
+			},
+			want: []string{"--v=8"},
+		},
+		{
+			name: "a second ExecStart without a reset is refused, as systemd refuses it",
+			dropIns: map[string]string{
+				"etc/kube-apiserver.service.d/10-exec.conf": "[Service]\nExecStart=/usr/bin/kube-apiserver --v=8\n",
+			},
+			wantErr: "found 2",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, d := range []string{besideDir, etcDir} {
+				entries, _ := os.ReadDir(d)
+				for _, e := range entries {
+					os.Remove(filepath.Join(d, e.Name()))
+				}
+			}
+			for path, content := range tc.dropIns {
+				writeFile(t, dir, path, content)
+			}
+			got, err := commandLineFromSystemdUnit(unit, "")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want an error saying %q, got %v (%q)", tc.wantErr, err, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCommandLineFromSystemdUnitPrefixes checks ExecStart's prefixes as systemd.service(5)
+// defines them.
+func TestCommandLineFromSystemdUnitPrefixes(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		execStart string
+		want      []string
+		wantErr   string
+	}{
+		{execStart: "-/usr/bin/kube-apiserver --v=${V}", want: []string{"--v=2"}},
+		{execStart: "+/usr/bin/kube-apiserver --v=2", want: []string{"--v=2"}},
+		{execStart: "!!/usr/bin/kube-apiserver --v=2", want: []string{"--v=2"}},
+		// "@": the second word is argv[0], not an argument.
+		{execStart: "@/usr/bin/kube-apiserver kube-apiserver --v=2", want: []string{"--v=2"}},
+		{execStart: "-@/usr/bin/kube-apiserver apiserver --v=${V}", want: []string{"--v=2"}},
+		{execStart: "@/usr/bin/env env /usr/bin/kube-apiserver --v=2", want: []string{"--v=2"}},
+		// ":": no variable substitution.
+		{execStart: ":/usr/bin/kube-apiserver --v=2 --token-auth-file=/etc/$FILE", want: []string{"--v=2", "--token-auth-file=/etc/$FILE"}},
+		{execStart: "-:${BINARY} --v=2", wantErr: "not kube-apiserver"},
+		{execStart: "@/usr/bin/python3 kube-apiserver --v=2", wantErr: "not kube-apiserver"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.execStart, func(t *testing.T) {
+			unit := writeFile(t, dir, fmt.Sprintf("u%d.service", i), "[Service]\nEnvironment=V=2 BINARY=/usr/bin/kube-apiserver FILE=tokens.csv\nExecStart="+tc.execStart+"\n")
+			got, err := commandLineFromSystemdUnit(unit, "")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want an error saying %q, got %v (%q)", tc.wantErr, err, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -204,6 +204,8 @@ func TestPreflightFindsProblems(t *testing.T) {
 	eventRateLimitConfig := write("eventratelimit.yaml", "apiVersion: eventratelimit.admission.k8s.io/v1alpha1\nkind: Configuration\nlimits:\n- type: Namespace\n  qps: -5\n  burst: 10\n")
 	invalidPluginConfig := write("admission-invalid.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  path: "+eventRateLimitConfig+"\n")
 	brokenConfig := write("admission-broken.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: {this is not: [a list\n")
+	brokenAuditPolicy := write("audit-policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: NotALevel\n")
+	brokenEncryption := write("encryption.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc: {keys: [{name: k, secret: \"not base64!\"}]}\n")
 
 	tests := []struct {
 		name  string
@@ -231,6 +233,16 @@ func TestPreflightFindsProblems(t *testing.T) {
 			want:  []string{"EventRateLimit", "qps"},
 		},
 		{
+			name:  "an audit policy the server would refuse",
+			extra: []string{"--audit-policy-file=" + brokenAuditPolicy},
+			want:  []string{"--audit-policy-file", brokenAuditPolicy, "NotALevel"},
+		},
+		{
+			name:  "an encryption key that is not base64",
+			extra: []string{"--encryption-provider-config=" + brokenEncryption},
+			want:  []string{"--encryption-provider-config", brokenEncryption, "base64"},
+		},
+		{
 			name:  "a certificate that does not match its key",
 			extra: []string{"--tls-private-key-file=" + files.Admin.KeyFile},
 			want:  []string{"--tls-cert-file", "--tls-private-key-file", "private key does not match public key"},
@@ -254,6 +266,28 @@ func TestPreflightFindsProblems(t *testing.T) {
 		})
 	}
 
+	t.Run("a systemd drop-in's ExecStart is what is checked", func(t *testing.T) {
+		unitDir := t.TempDir()
+		unit := filepath.Join(unitDir, "kube-apiserver.service")
+		if err := os.WriteFile(unit, []byte("[Service]\nExecStart="+bins.APIServer+" "+strings.Join(base, " ")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := run(t, bins.APIServer, "preflight", "--systemd-unit", unit); code != 0 {
+			t.Fatalf("the unit alone: exit %d:\n%s", code, out)
+		}
+		if err := os.Mkdir(unit+".d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dropIn := "[Service]\nExecStart=\nExecStart=" + bins.APIServer + " " + strings.Join(base, " ") + " --audit-policy-file=" + brokenAuditPolicy + "\n"
+		if err := os.WriteFile(filepath.Join(unit+".d", "10-audit.conf"), []byte(dropIn), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := run(t, bins.APIServer, "preflight", "--systemd-unit", unit)
+		if code != 1 || !strings.Contains(out, "--audit-policy-file "+brokenAuditPolicy) {
+			t.Errorf("with the drop-in: want exit 1 naming --audit-policy-file %s, got %d:\n%s", brokenAuditPolicy, code, out)
+		}
+	})
+
 	t.Run("every problem is listed at once", func(t *testing.T) {
 		args := append([]string{"preflight", "--"}, base...)
 		args = append(args, "--client-ca-file="+filepath.Join(dir, "no-ca.crt"), "--service-account-key-file="+filepath.Join(dir, "no-sa.pub"))
@@ -265,7 +299,8 @@ func TestPreflightFindsProblems(t *testing.T) {
 
 	t.Run("valid flags pass and show our plugins against stock", func(t *testing.T) {
 		args := append([]string{"preflight", "--"}, base...)
-		args = append(args, "--enable-admission-plugins=SecurityContextDeny,PodPreset")
+		// Underscores in flag names are accepted, as the server accepts them.
+		args = append(args, "--enable_admission_plugins=SecurityContextDeny,PodPreset")
 		out, code := run(t, bins.APIServer, args...)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out)
