@@ -238,18 +238,7 @@ func TestCommandLineFromSystemdUnitDropIns(t *testing.T) {
 				writeFile(t, dir, path, content)
 			}
 			got, err := commandLineFromSystemdUnit(unit, "")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("want an error saying %q, got %v (%q)", tc.wantErr, err, got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			checkCommandLine(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -279,18 +268,24 @@ func TestCommandLineFromSystemdUnitPrefixes(t *testing.T) {
 		t.Run(tc.execStart, func(t *testing.T) {
 			unit := writeFile(t, dir, fmt.Sprintf("u%d.service", i), "[Service]\nEnvironment=V=2 BINARY=/usr/bin/kube-apiserver FILE=tokens.csv\nExecStart="+tc.execStart+"\n")
 			got, err := commandLineFromSystemdUnit(unit, "")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("want an error saying %q, got %v (%q)", tc.wantErr, err, got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
+			checkCommandLine(t, got, err, tc.want, tc.wantErr)
 		})
+	}
+}
+
+// checkCommandLine holds a command line read from a unit to want, or its error to wantErr.
+func checkCommandLine(t *testing.T, got []string, err error, want []string, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("want an error saying %q, got %v (%q)", wantErr, err, got)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
