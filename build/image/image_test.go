@@ -83,8 +83,8 @@ func TestWriteImageArchiveLayout(t *testing.T) {
 		t.Fatalf("index.json lists %d descriptors, want 1", len(rootManifest.Manifests))
 	}
 	desc := rootManifest.Manifests[0]
-	if desc.MediaType != types.OCIImageIndex || desc.Annotations[annotationRefName] != "v1.37.1-portcullis.1" {
-		t.Errorf("index.json's descriptor is %s named %q, want %s named %q", desc.MediaType, desc.Annotations[annotationRefName], types.OCIImageIndex, "v1.37.1-portcullis.1")
+	if desc.MediaType != types.OCIImageIndex || desc.Annotations[annotationRefName] != "v1.37.1_portcullis.1" {
+		t.Errorf("index.json's descriptor is %s named %q, want %s named %q", desc.MediaType, desc.Annotations[annotationRefName], types.OCIImageIndex, "v1.37.1_portcullis.1")
 	}
 
 	index, err := root.ImageIndex(desc.Digest)

@@ -89,13 +89,20 @@ func checkStaticELF(path, arch string) error {
 // tagPattern is the OCI distribution spec's grammar for a tag.
 var tagPattern = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 
-// imageTag turns the release version into the image's tag. Semantic versions carry build
-// metadata after "+", which tags cannot hold; "-" takes its place.
+// notInTag is what kubeadm replaces in a version to make its image tag: everything outside
+// [-\w.] (KubernetesVersionToImageTag in k8s.io/kubernetes cmd/kubeadm/app/util/version.go).
+var notInTag = regexp.MustCompile(`[^-\w.]`)
+
+// imageTag turns the release version into the image's tag, the one place the release derives
+// it. It is the tag kubeadm derives from the same version: every character outside [-\w.]
+// becomes "_", so the "+" of the build metadata does (v1.37.1+portcullis.1 →
+// v1.37.1_portcullis.1), and `kubeadm config images list --kubernetes-version <VERSION>
+// --image-repository <ours>` names this image. test/release holds it to kubeadm's own function.
 func imageTag(version string) (string, error) {
 	if version == "" {
 		return "", errors.New("-version is required: the release version from VERSION, e.g. v1.37.1+portcullis.1")
 	}
-	tag := strings.ReplaceAll(version, "+", "-")
+	tag := notInTag.ReplaceAllString(version, "_")
 	if !tagPattern.MatchString(tag) {
 		return "", fmt.Errorf("-version %q: %q is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127})", version, tag)
 	}

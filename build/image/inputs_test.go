@@ -21,12 +21,17 @@ func TestImageTag(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{version: "v1.37.1+portcullis.1", want: "v1.37.1-portcullis.1"},
-		{version: "v1.37.12+portcullis.30", want: "v1.37.12-portcullis.30"},
+		// kubeadm's KubernetesVersionToImageTag: every character outside [-\w.] becomes "_".
+		{version: "v1.37.1+portcullis.1", want: "v1.37.1_portcullis.1"},
+		{version: "v1.37.12+portcullis.30", want: "v1.37.12_portcullis.30"},
 		{version: "v1.37.1", want: "v1.37.1"},
+		{version: "v1.37.1-rc.0+portcullis.1", want: "v1.37.1-rc.0_portcullis.1"},
+		{version: "v1.37.1+portcullis/1", want: "v1.37.1_portcullis_1"},
+		{version: "v1.37.1+portcullis~1é", want: "v1.37.1_portcullis_1_"},
 		{version: "", wantErr: "-version is required"},
-		{version: "v1.37.1+portcullis/1", wantErr: "not a valid image tag"},
 		{version: "-v1.37.1", wantErr: "not a valid image tag"},
+		{version: ".v1.37.1", wantErr: "not a valid image tag"},
+		{version: "v" + strings.Repeat("1", 127), want: "v" + strings.Repeat("1", 127)},
 		{version: "v" + strings.Repeat("1", 128), wantErr: "not a valid image tag"},
 	}
 	for _, tt := range tests {
@@ -106,14 +111,14 @@ func TestParseArgs(t *testing.T) {
 			name:     "binaries sorted by platform, epoch from the environment",
 			args:     []string{"-version", "v1.37.1+portcullis.1", "-binary", "linux/arm64=b", "-binary", "linux/amd64=a", "-o", "x.tar"},
 			envEpoch: "10",
-			want: options{version: "v1.37.1+portcullis.1", tag: "v1.37.1-portcullis.1", epoch: time.Unix(10, 0).UTC(),
+			want: options{version: "v1.37.1+portcullis.1", tag: "v1.37.1_portcullis.1", epoch: time.Unix(10, 0).UTC(),
 				binaries: []platformBinary{amd64, arm64}, output: "x.tar"},
 		},
 		{
 			name:     "the flag overrides the environment",
 			args:     []string{"-version", "v1.37.1+portcullis.1", "-source-date-epoch", "20", "-binary", "linux/amd64=a", "-o", "x.tar"},
 			envEpoch: "10",
-			want: options{version: "v1.37.1+portcullis.1", tag: "v1.37.1-portcullis.1", epoch: time.Unix(20, 0).UTC(),
+			want: options{version: "v1.37.1+portcullis.1", tag: "v1.37.1_portcullis.1", epoch: time.Unix(20, 0).UTC(),
 				binaries: []platformBinary{amd64}, output: "x.tar"},
 		},
 		{

@@ -67,7 +67,7 @@ func parseArgs(args []string, envEpoch string, usage io.Writer) (options, error)
 	fs := flag.NewFlagSet("build/image", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	var binaries binaryFlags
-	version := fs.String("version", "", "the release version (VERSION), e.g. v1.37.1+portcullis.1; the tag replaces + with -")
+	version := fs.String("version", "", "the release version (VERSION), e.g. v1.37.1+portcullis.1; the tag is kubeadm's for it, each character outside [-\\w.] replaced by _")
 	epoch := fs.String("source-date-epoch", envEpoch, "seconds since the Unix epoch for every timestamp in the image (default $SOURCE_DATE_EPOCH)")
 	output := fs.String("o", "", "the OCI image layout tar to write")
 	fs.Var(&binaries, "binary", "os/arch=path of a static kube-apiserver; repeat once per platform")

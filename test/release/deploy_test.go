@@ -18,7 +18,12 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	kubeadmscheme "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme"
+	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/images"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
+	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
@@ -31,7 +36,46 @@ const (
 	systemdUnit          = "build/deploy/systemd/kube-apiserver.service"
 	systemdEnvironment   = "build/deploy/systemd/kube-apiserver.env"
 	kubeadmDefaultPlugin = "NodeRestriction"
+	// imageRepository is where docs/release.md loads the image and the static-pod patch
+	// takes it from.
+	imageRepository = "localhost/portcullis"
 )
+
+// kubeadmImageTag is the tag kubeadm gives the images of a Kubernetes version, from kubeadm's
+// own function: the tag the release's image must carry (build/image derives it; this is what
+// it is held to).
+func kubeadmImageTag(version string) string {
+	return kubeadmutil.KubernetesVersionToImageTag(version)
+}
+
+// kubeadmAPIServerImage is the kube-apiserver image `kubeadm config images list
+// --kubernetes-version <version> --image-repository <repository>` prints, by the command's own
+// path: the flags set a defaulted v1beta4 ClusterConfiguration, which kubeadm loads, defaults
+// and normalizes (NewImagesList), then lists the control plane's images of (ImagesList.Run).
+func kubeadmAPIServerImage(t *testing.T, version, repository string) string {
+	t.Helper()
+	flags := &kubeadmapiv1.ClusterConfiguration{}
+	kubeadmscheme.Scheme.Default(flags)
+	flags.KubernetesVersion = version
+	flags.ImageRepository = repository
+	cfg, err := configutil.LoadOrDefaultInitConfiguration("", &kubeadmapiv1.InitConfiguration{}, flags,
+		configutil.LoadOrDefaultConfigurationOptions{SkipCRIDetect: true})
+	if err != nil {
+		t.Fatalf("kubeadm config images list --kubernetes-version %s --image-repository %s: %v", version, repository, err)
+	}
+	listed := images.GetControlPlaneImages(&cfg.ClusterConfiguration)
+	prefix := repository + "/" + kubeadmconstants.KubeAPIServer + ":"
+	var apiServer []string
+	for _, image := range listed {
+		if strings.HasPrefix(image, prefix) {
+			apiServer = append(apiServer, image)
+		}
+	}
+	if len(apiServer) != 1 {
+		t.Fatalf("kubeadm config images list --kubernetes-version %s --image-repository %s lists %q, want one %s… image", version, repository, listed, prefix)
+	}
+	return apiServer[0]
+}
 
 // wantPlugins are the admission plugins both deployments enable: kubeadm's default and ours.
 func wantPlugins() []string {
@@ -156,8 +200,10 @@ func TestStaticPodPatch(t *testing.T) {
 	}
 	c := apiServerContainer(t, *patched)
 
-	if want := "localhost/portcullis/kube-apiserver:" + strings.ReplaceAll(version, "+", "-"); c.Image != want {
-		t.Errorf("the patched pod runs %s, want %s (the tag of VERSION %s)", c.Image, want, version)
+	// The image kubeadm itself names for our version and repository, so that `kubeadm config
+	// images list` (and `kubeadm config images pull`) agree with the patch.
+	if want := kubeadmAPIServerImage(t, version, imageRepository); c.Image != want {
+		t.Errorf("the patched pod runs %s, want %s: kubeadm config images list --kubernetes-version %s --image-repository %s names that", c.Image, want, version, imageRepository)
 	}
 	if c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("imagePullPolicy %s; the imported localhost/ image needs IfNotPresent", c.ImagePullPolicy)

@@ -234,6 +234,21 @@ func (a ociArchive) images(t *testing.T) []platformImage {
 	return images
 }
 
+// TestKubeadmListsTheImage: loaded as docs/release.md says (`ctr images import --base-name
+// localhost/portcullis/kube-apiserver`, which names the image after its ref.name annotation),
+// the image is the one `kubeadm config images list --kubernetes-version <VERSION>
+// --image-repository localhost/portcullis` lists, so kubeadm's image checks and pulls find it.
+func TestKubeadmListsTheImage(t *testing.T) {
+	r := loadRelease(t)
+	a := readArchive(t, r)
+	desc, _ := a.index(t)
+	loaded := imageRepository + "/kube-apiserver:" + desc.Annotations[annotationRefName]
+	if want := kubeadmAPIServerImage(t, r.version, imageRepository); loaded != want {
+		t.Errorf("%s loads as %s; kubeadm config images list --kubernetes-version %s --image-repository %s names %s",
+			a.path, loaded, r.version, imageRepository, want)
+	}
+}
+
 func TestImageIndexPlatforms(t *testing.T) {
 	r := loadRelease(t)
 	a := readArchive(t, r)

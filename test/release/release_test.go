@@ -40,7 +40,7 @@ func releasePlatforms() []string {
 type release struct {
 	dir     string
 	version string    // VERSION
-	tag     string    // the image's tag
+	tag     string    // the image's tag: kubeadm's for VERSION (see kubeadmImageTag)
 	epoch   time.Time // SOURCE_DATE_EPOCH
 	sums    map[string]string
 }
@@ -64,7 +64,7 @@ func loadRelease(t *testing.T) release {
 	r := release{
 		dir:     dir,
 		version: version,
-		tag:     strings.ReplaceAll(version, "+", "-"),
+		tag:     kubeadmImageTag(version),
 		epoch:   sourceDateEpoch(t),
 		sums:    readSHA256SUMS(t, filepath.Join(dir, "SHA256SUMS")),
 	}
