@@ -88,9 +88,13 @@ build-test-binaries: build etcd stock kube-controller-manager local-up ## everyt
 .PHONY: test
 test: test-unit test-integration test-release ## unit, integration and release tests (what CI runs)
 
+# The unit tests run twice: as shipped (static, no cgo), then under the race detector. -race
+# needs cgo, so a C compiler, and builds Kubernetes a second time in a cache configuration of
+# its own: about 10 minutes and 3 GiB of cache when cold on 2 cores, seconds when warm.
 .PHONY: test-unit
-test-unit: ## unit tests
+test-unit: ## unit tests, then the same under the race detector (needs a C compiler)
 	$(GO) test $(UNIT_PACKAGES)
+	CGO_ENABLED=1 $(GO) test -race $(UNIT_PACKAGES)
 
 .PHONY: test-integration
 test-integration: build-test-binaries ## integration tests: real etcd, real servers

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -232,8 +233,10 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 	t.Run("control: valid flags reach etcd", func(t *testing.T) {
 		etcd := startFakeEtcd(t)
 		cmd := exec.Command(bins.APIServer, serverArgs(t, etcd.url, "--enable-admission-plugins=SecurityContextDeny")...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		// exec's copying goroutine writes the running server's output while this goroutine may
+		// read it (the failure message), so the buffer takes a lock.
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -246,6 +249,25 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
+}
+
+// lockedBuffer is an output buffer that a running process's output can be copied into while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func tail(s string) string {

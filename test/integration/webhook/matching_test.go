@@ -83,31 +83,35 @@ func testRules(t *testing.T, e *env) {
 		podExec   = marker{admissionv1.Connect, "pods", "exec"}.String()
 		crCreate  = marker{admissionv1.Create, "clusterroles", ""}.String()
 	)
+	// Every webhook has the default matchPolicy, Equivalent: a request through one version
+	// also matches a rule naming another version the server serves the resource at.
 	cases := []struct {
-		name  string
-		rule  admissionregistrationv1.RuleWithOperations
-		exact bool // matchPolicy Exact, so no equivalent version stands in
-		want  []string
+		name string
+		rule admissionregistrationv1.RuleWithOperations
+		want []string
 	}{
-		{"op-create", configMapRule(opCreate), false, []string{cmCreate}},
-		{"op-update", configMapRule(opUpdate), false, []string{cmUpdate}},
-		{"op-delete", configMapRule(opDelete), false, []string{cmDelete}},
-		{"op-connect", rule(core, v1, []string{"pods/exec"}, opConnect), false, []string{podExec}},
-		{"op-any", configMapRule(opAll), false, []string{cmCreate, cmUpdate, cmDelete}},
-		{"resources-any", rule(all, all, all, opAll), false, []string{cmCreate, cmUpdate, cmDelete, podCreate, crCreate}},
-		{"resources-and-subresources-any", rule(all, all, []string{"*/*"}, opAll), false,
+		{"op-create", configMapRule(opCreate), []string{cmCreate}},
+		{"op-update", configMapRule(opUpdate), []string{cmUpdate}},
+		{"op-delete", configMapRule(opDelete), []string{cmDelete}},
+		{"op-connect", rule(core, v1, []string{"pods/exec"}, opConnect), []string{podExec}},
+		{"op-any", configMapRule(opAll), []string{cmCreate, cmUpdate, cmDelete}},
+		{"resources-any", rule(all, all, all, opAll), []string{cmCreate, cmUpdate, cmDelete, podCreate, crCreate}},
+		{"resources-and-subresources-any", rule(all, all, []string{"*/*"}, opAll),
 			[]string{cmCreate, cmUpdate, cmDelete, podCreate, podStatus, podExec, crCreate}},
 		// "pods/*" is every subresource of pods; the matcher reads "*" as any subresource
 		// including none, so it matches pods themselves too.
-		{"pods-and-any-subresource", rule(core, v1, []string{"pods/*"}, opAll), false, []string{podCreate, podStatus, podExec}},
-		{"status-of-any-resource", rule(all, all, []string{"*/status"}, opAll), false, []string{podStatus}},
-		{"pods-status", rule(core, v1, []string{"pods/status"}, opAll), false, []string{podStatus}},
-		{"group-rbac", rule([]string{"rbac.authorization.k8s.io"}, v1, all, opAll), false, []string{crCreate}},
-		{"version-unserved", rule([]string{"rbac.authorization.k8s.io"}, []string{"v1beta1"}, all, opAll), true, nil},
-		{"scope-cluster", scoped(rule(all, all, all, opAll), admissionregistrationv1.ClusterScope), false, []string{crCreate}},
-		{"scope-namespaced", scoped(rule(all, all, all, opAll), admissionregistrationv1.NamespacedScope), false,
+		{"pods-and-any-subresource", rule(core, v1, []string{"pods/*"}, opAll), []string{podCreate, podStatus, podExec}},
+		{"status-of-any-resource", rule(all, all, []string{"*/status"}, opAll), []string{podStatus}},
+		{"pods-status", rule(core, v1, []string{"pods/status"}, opAll), []string{podStatus}},
+		{"group-rbac", rule([]string{rbacGroup}, v1, all, opAll), []string{crCreate}},
+		// group-rbac's rule at a version the server does not serve (checked below), though its
+		// scheme still converts ClusterRoles to it: Equivalent stands in served versions only,
+		// so the ClusterRole that group-rbac sees through v1 does not reach this webhook.
+		{"version-unserved", rule([]string{rbacGroup}, []string{unservedRBACVersion}, all, opAll), nil},
+		{"scope-cluster", scoped(rule(all, all, all, opAll), admissionregistrationv1.ClusterScope), []string{crCreate}},
+		{"scope-namespaced", scoped(rule(all, all, all, opAll), admissionregistrationv1.NamespacedScope),
 			[]string{cmCreate, cmUpdate, cmDelete, podCreate}},
-		{"scope-any", scoped(rule(all, all, all, opAll), admissionregistrationv1.AllScopes), false,
+		{"scope-any", scoped(rule(all, all, all, opAll), admissionregistrationv1.AllScopes),
 			[]string{cmCreate, cmUpdate, cmDelete, podCreate, crCreate}},
 	}
 	var hooks []admissionregistrationv1.ValidatingWebhook
@@ -115,9 +119,6 @@ func testRules(t *testing.T, e *env) {
 		k.c.hooks.handle(k.path(tc.name), func(*call) *admissionv1.AdmissionResponse { return nil })
 		hook := validatingHook(k.hookName(tc.name), k.c.hooks.clientConfig(k.path(tc.name)), k.selector(nil), tc.rule)
 		hook.MatchConditions = k.clusterScopedIsolation()
-		if tc.exact {
-			hook.MatchPolicy = ptr(admissionregistrationv1.Exact)
-		}
 		hooks = append(hooks, hook)
 	}
 	k.c.createValidating(t, validatingConfig(k.configName("rules"), hooks...))
@@ -161,6 +162,10 @@ func testRules(t *testing.T, e *env) {
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "version-unserved" {
+				wantUnserved(t, k.c, rbacGroup, unservedRBACVersion)
+				wantMatchPolicy(t, k.c, k.configName("rules"), k.hookName(tc.name), admissionregistrationv1.Equivalent)
+			}
 			got := markersOf(k.c.hooks, k.path(tc.name), cmName, podName, clusterRoleName)
 			want := append([]string(nil), tc.want...)
 			sort.Strings(want)
@@ -169,6 +174,53 @@ func testRules(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+const (
+	rbacGroup = "rbac.authorization.k8s.io"
+	// unservedRBACVersion is a version of rbacGroup the server no longer serves (since
+	// Kubernetes v1.22) but whose types its scheme still registers.
+	unservedRBACVersion = "v1beta1"
+)
+
+// wantUnserved fails unless the server's discovery lists group without version.
+func wantUnserved(t *testing.T, c *cluster, group, version string) {
+	t.Helper()
+	groups, err := c.Client.Discovery().ServerGroups()
+	if err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name != group {
+			continue
+		}
+		for _, v := range g.Versions {
+			if v.Version == version {
+				t.Fatalf("the server serves %s/%s; the case needs a version it does not serve", group, version)
+			}
+		}
+		return
+	}
+	t.Fatalf("the server does not serve the group %s at all; the case needs it served at another version", group)
+}
+
+// wantMatchPolicy fails unless the stored validating webhook hook of configuration config
+// has matchPolicy want.
+func wantMatchPolicy(t *testing.T, c *cluster, config, hook string, want admissionregistrationv1.MatchPolicyType) {
+	t.Helper()
+	stored, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(requestContext(t), config, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading ValidatingWebhookConfiguration %s back: %v", config, err)
+	}
+	for _, h := range stored.Webhooks {
+		if h.Name == hook {
+			if h.MatchPolicy == nil || *h.MatchPolicy != want {
+				t.Fatalf("webhook %s has matchPolicy %v, want %s", hook, h.MatchPolicy, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("ValidatingWebhookConfiguration %s has no webhook %s", config, hook)
 }
 
 // testSelectorsAndConditions covers namespaceSelector, objectSelector and matchConditions.
@@ -408,8 +460,7 @@ func testMatchPolicy(t *testing.T, e *env) {
 			"spec":       map[string]any{"size": "large"},
 		}}
 	}
-	created, err := k.c.dynamic.Resource(gvr("v2")).Namespace(ns).Create(k.ctx(t), widget("v2", "through-v2"), metav1.CreateOptions{})
-	if err != nil {
+	if _, err := k.c.dynamic.Resource(gvr("v2")).Namespace(ns).Create(k.ctx(t), widget("v2", "through-v2"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating a Widget through v2: %v", err)
 	}
 
@@ -428,8 +479,13 @@ func testMatchPolicy(t *testing.T, e *env) {
 		if req.RequestKind == nil || req.RequestKind.Version != "v2" || req.RequestResource == nil || req.RequestResource.Version != "v2" {
 			t.Errorf("request.requestKind %v, request.requestResource %v: want version v2, the version the client used", req.RequestKind, req.RequestResource)
 		}
-		// The webhook's patch, made against v1, is converted back and stored.
-		if got := created.GetAnnotations()["seen-as"]; got != group+"/v1" {
+		// The webhook's patch, made against v1, is converted back and stored: read the
+		// object back from storage, through the version the client used.
+		stored, err := k.c.dynamic.Resource(gvr("v2")).Namespace(ns).Get(k.ctx(t), "through-v2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading the Widget back: %v", err)
+		}
+		if got := stored.GetAnnotations()["seen-as"]; got != group+"/v1" {
 			t.Errorf("the stored Widget's seen-as annotation is %q, want %s/v1 (the webhook's patch)", got, group)
 		}
 	})

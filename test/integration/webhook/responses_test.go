@@ -142,14 +142,13 @@ func testResponses(t *testing.T, e *env) {
 		k.c.createMutating(t, mutatingConfig(k.configName("m"),
 			mutatingHook(k.hookName("patch-type"), k.c.hooks.clientConfig(k.path("patch-type")), k.selector(nil), configMapRule(opCreate))))
 
-		created, err := k.createConfigMap(t, k.configMap(ns, "json-patch", map[string]string{"patch-type": "JSONPatch"}))
-		if err != nil {
+		if _, err := k.createConfigMap(t, k.configMap(ns, "json-patch", map[string]string{"patch-type": "JSONPatch"})); err != nil {
 			t.Fatalf("patchType JSONPatch: %v", err)
 		}
-		if created.Labels["patched"] != "yes" {
-			t.Errorf("patchType JSONPatch: the patch was not applied: labels %v", created.Labels)
+		if stored := k.storedConfigMap(t, ns, "json-patch"); stored.Labels["patched"] != "yes" {
+			t.Errorf("patchType JSONPatch: the patch is not in the stored object: labels %v", stored.Labels)
 		}
-		_, err = k.createConfigMap(t, k.configMap(ns, "merge-patch", map[string]string{"patch-type": "JSONMergePatch"}))
+		_, err := k.createConfigMap(t, k.configMap(ns, "merge-patch", map[string]string{"patch-type": "JSONMergePatch"}))
 		wantRefused(t, err, `unsupported patch type "JSONMergePatch"`)
 		k.wantNotStored(t, ns, "merge-patch")
 	})
@@ -272,7 +271,8 @@ func testVersions(t *testing.T, e *env) {
 		hooks = append(hooks, hook)
 	}
 	k.c.createMutating(t, mutatingConfig(k.configName("m"), hooks...))
-	created := k.mustCreateConfigMap(t, k.configMap(ns, "versioned", nil))
+	k.mustCreateConfigMap(t, k.configMap(ns, "versioned", nil))
+	stored := k.storedConfigMap(t, ns, "versioned")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := callsFor(k.c.hooks, k.path(tc.name), "versioned")
@@ -282,8 +282,8 @@ func testVersions(t *testing.T, e *env) {
 			if calls[0].APIVersion != tc.want {
 				t.Errorf("admissionReviewVersions %v: the server sent %s, want %s", tc.versions, calls[0].APIVersion, tc.want)
 			}
-			if got := created.Annotations["answered-"+tc.name]; got != tc.want {
-				t.Errorf("the answer in %s was not applied: annotation %q", tc.want, got)
+			if got := stored.Annotations["answered-"+tc.name]; got != tc.want {
+				t.Errorf("the answer in %s was not applied: the stored object's annotation is %q", tc.want, got)
 			}
 		})
 	}
@@ -415,7 +415,7 @@ func testReinvocation(t *testing.T, e *env) {
 		stager.ReinvocationPolicy = ptr(admissionregistrationv1.IfNeededReinvocationPolicy)
 		k.c.createMutating(t, mutatingConfig(k.configName("m"), stager))
 
-		created := k.mustCreateConfigMap(t, k.configMap(ns, "staged", nil))
+		k.mustCreateConfigMap(t, k.configMap(ns, "staged", nil))
 		calls := callsFor(k.c.hooks, k.path("stager"), "staged")
 		if len(calls) != 2 {
 			t.Fatalf("the IfNeeded webhook was called %d times, want twice (the policy changed the object after it)", len(calls))
@@ -423,7 +423,7 @@ func testReinvocation(t *testing.T, e *env) {
 		if first, second := calls[0].objectMeta().Annotations[policyAnnotation], calls[1].objectMeta().Annotations[policyAnnotation]; first != "none" || second != "webhook" {
 			t.Errorf("the policy's annotation was %q at the first call and %q at the second, want none then webhook", first, second)
 		}
-		if got := created.Annotations[policyAnnotation]; got != "webhook" {
+		if got := k.storedConfigMap(t, ns, "staged").Annotations[policyAnnotation]; got != "webhook" {
 			t.Errorf("stored annotation %s = %q, want webhook", policyAnnotation, got)
 		}
 	})
