@@ -31,7 +31,48 @@ portcullis::staging_version() {
 }
 
 # portcullis::api_packages lists the packages of the staging API module that carry
-# generated code.
+# generated deepcopy code.
 portcullis::api_packages() {
   echo github.com/portcullis-k8s/api/settings/v1alpha1
+  echo github.com/portcullis-k8s/api/policy/v1beta1
+}
+
+# portcullis::internal_packages lists the main module's internal API packages (hub types)
+# that carry generated deepcopy code.
+portcullis::internal_packages() {
+  echo github.com/portcullis-k8s/portcullis/pkg/apis/policy
+}
+
+# portcullis::conversion_packages lists the main module's versioned API packages that carry
+# generated conversion and defaulting code (conversion-gen, defaulter-gen).
+portcullis::conversion_packages() {
+  echo github.com/portcullis-k8s/portcullis/pkg/apis/policy/v1beta1
+}
+
+# portcullis::openapi_packages lists the staging packages whose OpenAPI definitions are
+# generated into pkg/generated/openapi (and whose OpenAPIModelName methods are generated
+# beside their types).
+portcullis::openapi_packages() {
+  echo github.com/portcullis-k8s/api/policy/v1beta1
+}
+
+# portcullis::openapi_readonly_packages lists the upstream packages our API types refer to.
+# openapi-gen reads them (as inputs, so it learns their OpenAPI model names) but writes no
+# file into them; their definitions are generated too, identical to upstream's.
+portcullis::openapi_readonly_packages() {
+  echo k8s.io/apimachinery/pkg/apis/meta/v1
+  echo k8s.io/apimachinery/pkg/api/resource
+  echo k8s.io/apimachinery/pkg/runtime
+  echo k8s.io/apimachinery/pkg/util/intstr
+  echo k8s.io/apimachinery/pkg/version
+  echo k8s.io/api/core/v1
+}
+
+# portcullis::generated_paths lists every directory (relative to PORTCULLIS_ROOT) that
+# hack/update-codegen.sh writes into; hack/verify-codegen.sh compares them.
+portcullis::generated_paths() {
+  echo staging/src/github.com/portcullis-k8s/api
+  echo pkg/apis
+  echo pkg/generated
+  echo hack/api-rules
 }
