@@ -1,0 +1,131 @@
+package apparmor
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+)
+
+func str(s string) *string { return &s }
+
+var (
+	runtimeDefault = &api.AppArmorProfile{Type: api.AppArmorProfileTypeRuntimeDefault}
+	unconfined     = &api.AppArmorProfile{Type: api.AppArmorProfileTypeUnconfined}
+)
+
+func localhost(p string) *api.AppArmorProfile {
+	return &api.AppArmorProfile{Type: api.AppArmorProfileTypeLocalhost, LocalhostProfile: str(p)}
+}
+
+func annotations(allowed, def string) map[string]string {
+	m := map[string]string{}
+	if allowed != "-" {
+		m[policy.AppArmorAllowedProfilesAnnotationKey] = allowed
+	}
+	if def != "" {
+		m[policy.AppArmorDefaultProfileAnnotationKey] = def
+	}
+	return m
+}
+
+// pod has one regular container "c" with the given profile and one ephemeral "e" without.
+func pod(podProfile, cProfile *api.AppArmorProfile, ann map[string]string) *api.Pod {
+	p := &api.Pod{}
+	p.Annotations = ann
+	if podProfile != nil {
+		p.Spec.SecurityContext = &api.PodSecurityContext{AppArmorProfile: podProfile}
+	}
+	c := api.Container{Name: "c"}
+	if cProfile != nil {
+		c.SecurityContext = &api.SecurityContext{AppArmorProfile: cProfile}
+	}
+	p.Spec.Containers = []api.Container{c}
+	return p
+}
+
+func TestNewStrategyRejectsBadDefault(t *testing.T) {
+	if _, err := NewStrategy(annotations("-", "docker/default")); err == nil {
+		t.Fatal("want error")
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	withEphemeral := pod(nil, runtimeDefault, nil)
+	withEphemeral.Spec.EphemeralContainers = []api.EphemeralContainer{{EphemeralContainerCommon: api.EphemeralContainerCommon{Name: "e"}}}
+	windows := pod(nil, nil, nil)
+	windows.Spec.OS = &api.PodOS{Name: api.Windows}
+	tests := []struct {
+		name string
+		def  string
+		pod  *api.Pod
+		want *api.AppArmorProfile
+	}{
+		{"no default", "", pod(nil, nil, nil), nil},
+		{"default on the pod", "runtime/default", pod(nil, nil, nil), runtimeDefault},
+		{"localhost default", "localhost/k8s-nginx", pod(nil, nil, nil), localhost("k8s-nginx")},
+		{"pod profile kept", "runtime/default", pod(unconfined, nil, nil), nil},
+		{"every container has its own", "runtime/default", pod(nil, unconfined, nil), nil},
+		{"a container annotation counts as its own", "runtime/default",
+			pod(nil, nil, map[string]string{api.DeprecatedAppArmorAnnotationKeyPrefix + "c": "unconfined"}), nil},
+		{"an ephemeral container without one needs the default", "runtime/default", withEphemeral, runtimeDefault},
+		{"windows pods get none", "runtime/default", windows, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewStrategy(annotations("-", tc.def))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := s.Generate(tc.pod)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		allowed string
+		pod     *api.Pod
+		want    []string
+	}{
+		{"unrestricted", "-", pod(unconfined, unconfined, nil), nil},
+		{"pod profile allowed, inherited", "runtime/default", pod(runtimeDefault, nil, nil), nil},
+		{"pod profile not allowed", "runtime/default", pod(unconfined, nil, nil),
+			[]string{`spec.securityContext.appArmorProfile: Forbidden: unconfined is not an allowed profile. Allowed values: "runtime/default"`}},
+		{"container profile not allowed", "runtime/default,localhost/a", pod(nil, localhost("b"), nil),
+			[]string{`spec.containers[0].securityContext.appArmorProfile: Forbidden: localhost/b is not an allowed profile. Allowed values: "runtime/default,localhost/a"`}},
+		{"container localhost allowed", "runtime/default,localhost/a", pod(nil, localhost("a"), nil), nil},
+		{"no profile at all", "runtime/default", pod(nil, nil, nil),
+			[]string{`spec.containers[0].securityContext.appArmorProfile: Forbidden: AppArmor profile must be set`}},
+		{"legacy annotation judged", "runtime/default", pod(runtimeDefault, nil, map[string]string{api.DeprecatedAppArmorAnnotationKeyPrefix + "c": "unconfined"}),
+			[]string{`metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]: Forbidden: unconfined is not an allowed profile. Allowed values: "runtime/default"`}},
+		{"field and annotation disagree", "runtime/default,unconfined", pod(nil, runtimeDefault, map[string]string{api.DeprecatedAppArmorAnnotationKeyPrefix + "c": "unconfined"}),
+			[]string{`spec.containers[0].securityContext.appArmorProfile: Forbidden: AppArmor profile runtime/default in the field does not match "unconfined" in the legacy annotation`}},
+		{"empty allowed list forbids any", "", pod(runtimeDefault, nil, nil),
+			[]string{`spec.securityContext.appArmorProfile: Forbidden: runtime/default is not an allowed profile. Allowed values: ""`}},
+		{"empty allowed list allows none", "", pod(nil, nil, nil), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := NewStrategy(annotations(tc.allowed, ""))
+			var got []string
+			for _, e := range s.ValidatePod(tc.pod) {
+				got = append(got, e.Error())
+			}
+			scPath := field.NewPath("spec", "containers").Index(0).Child("securityContext")
+			for _, e := range s.ValidateContainer(tc.pod, &tc.pod.Spec.Containers[0], scPath) {
+				got = append(got, e.Error())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,67 @@
+package sysctl
+
+import (
+	"reflect"
+	"testing"
+
+	api "k8s.io/kubernetes/pkg/apis/core"
+)
+
+func podWith(names ...string) *api.Pod {
+	sc := &api.PodSecurityContext{}
+	for _, n := range names {
+		sc.Sysctls = append(sc.Sysctls, api.Sysctl{Name: n, Value: "1"})
+	}
+	return &api.Pod{Spec: api.PodSpec{SecurityContext: sc}}
+}
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"net.ipv4.tcp_rmem":                "net.ipv4.tcp_rmem",
+		"net/ipv4/tcp_rmem":                "net.ipv4.tcp_rmem",
+		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
+		"net.ipv4.conf.eno2/100.rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
+		"kernel":                           "kernel",
+	} {
+		if got := Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	safe := SafeSysctlAllowlist()
+	tests := []struct {
+		name              string
+		unsafe, forbidden []string
+		sysctls           []string
+		want              []string
+	}{
+		{name: "no sysctls"},
+		{name: "safe allowed by default", sysctls: []string{"kernel.shm_rmid_forced", "net.ipv4.tcp_notsent_lowat", "net/ipv4/ip_local_port_range"}},
+		{name: "unsafe rejected", sysctls: []string{"kernel.msgmax"},
+			want: []string{`spec.securityContext.sysctls[0]: Forbidden: unsafe sysctl "kernel.msgmax" is not allowed`}},
+		{name: "unsafe allowed exactly", unsafe: []string{"kernel.msgmax"}, sysctls: []string{"kernel.msgmax"}},
+		{name: "unsafe allowed by prefix", unsafe: []string{"kernel.msg*"}, sysctls: []string{"kernel.msgmax", "kernel.sem"},
+			want: []string{`spec.securityContext.sysctls[1]: Forbidden: unsafe sysctl "kernel.sem" is not allowed`}},
+		{name: "unsafe allowed by *", unsafe: []string{"*"}, sysctls: []string{"kernel.sem"}},
+		{name: "forbidden wins over safe", forbidden: []string{"net.ipv4.tcp_syncookies"}, sysctls: []string{"net.ipv4.tcp_syncookies"},
+			want: []string{`spec.securityContext.sysctls[0]: Forbidden: sysctl "net.ipv4.tcp_syncookies" is not allowed`}},
+		{name: "forbidden * wins over allowed unsafe", unsafe: []string{"*"}, forbidden: []string{"*"}, sysctls: []string{"kernel.sem"},
+			want: []string{`spec.securityContext.sysctls[0]: Forbidden: sysctl "kernel.sem" is not allowed`}},
+		{name: "forbidden prefix catches a slash spelling", forbidden: []string{"net.ipv4.*"}, sysctls: []string{"net/ipv4/tcp_rmem"},
+			want: []string{`spec.securityContext.sysctls[0]: Forbidden: sysctl "net/ipv4/tcp_rmem" is not allowed`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewMustMatchPatterns(safe, tc.unsafe, tc.forbidden)
+			var got []string
+			for _, e := range s.Validate(podWith(tc.sysctls...)) {
+				got = append(got, e.Error())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
