@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -126,7 +127,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	client, err := adminClient(dirs.adminKubeconfig)
+	client, dyn, err := adminClient(dirs.adminKubeconfig)
 	if err != nil {
 		return err
 	}
@@ -135,6 +136,14 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	}, progress(out, "kube-apiserver /readyz")); err != nil {
 		return err
 	}
+
+	// Before any controller creates a pod: PodSecurityPolicy is enabled, and refuses pods no
+	// policy admits.
+	created, err := createPodSecurityPolicyExamples(ctx, dyn)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Example PodSecurityPolicies and grants: %d created (build/deploy/podsecuritypolicy/)\n", created)
 
 	fmt.Fprintf(out, "Starting kube-controller-manager (health on 127.0.0.1:%d)\n", cfg.KCMPort)
 	kcm, err := start("kube-controller-manager", controlplane.ControllerManagerFlags(files, dirs.kcmKubeconf, dirs.certs, cfg.KCMPort)...)
@@ -172,13 +181,18 @@ func pluginNames() []string {
 	return names
 }
 
-func adminClient(kubeconfig string) (kubernetes.Interface, error) {
+func adminClient(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
 	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", kubeconfig, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", kubeconfig, err)
 	}
 	restConfig.Timeout = 5 * time.Second
-	return kubernetes.NewForConfig(restConfig)
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	return client, dyn, err
 }
 
 // readyz returns nil when /readyz passes, or an error naming the checks still failing.

@@ -336,6 +336,8 @@ var caseGoals = map[string]caseGoal{
 	"podpreset.BenchmarkAdmit/checked-apply/presets=1":          {ns: 3000, beyond: "BenchmarkAdmit/pod-deep-copy-alone"},
 	"podpreset.BenchmarkAdmit/checked-apply/presets=1000":       {ns: 15000},
 	"podpreset.BenchmarkAdmit/checked-apply/presets=1,env=1024": {ns: 200000},
+	// PodSecurityPolicy: a typical pod, the policy it may use the last of 10.
+	"podsecuritypolicy.BenchmarkAdmit/checked-admit/policies=10": {ns: 20000},
 }
 
 // judge returns the goal's text and whether median meets it.

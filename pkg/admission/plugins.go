@@ -9,6 +9,7 @@ import (
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
 )
 
@@ -32,6 +33,16 @@ func Plugins() []Plugin {
 			Phase:    MutatingAndValidating,
 			Anchor:   Before("LimitRanger"),
 			Register: podpreset.Register,
+		},
+		{
+			// Where 1.23 and 1.24 had it: after PodSecurity, before PodNodeSelector. Mutating
+			// (a new pod gets its policy's defaults) and validating.
+			Name:     podsecuritypolicy.PluginName,
+			Phase:    MutatingAndValidating,
+			Anchor:   After("PodSecurity"),
+			Register: podsecuritypolicy.Register,
+			Prerequisite: "create PodSecurityPolicies and grant their use first (build/deploy/podsecuritypolicy/): " +
+				"once it is on, a pod that no policy its creator or service account may use admits is refused, kube-system's and mirror pods included",
 		},
 		{
 			// Validating, and must judge before policies and webhooks do.
@@ -78,6 +89,9 @@ type Plugin struct {
 	// --admission-control-config-file, in YAML; empty when the plugin takes none.
 	// `make run` writes it into its admission configuration.
 	ExampleConfig string
+	// Prerequisite, when set, says what an operator must do before enabling the plugin, or
+	// the cluster breaks. The deploy examples name such a plugin rather than enable it.
+	Prerequisite string
 }
 
 // Anchor places a plugin immediately before or after another plugin, by name.

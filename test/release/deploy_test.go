@@ -28,6 +28,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
 const (
@@ -77,13 +78,37 @@ func kubeadmAPIServerImage(t *testing.T, version, repository string) string {
 	return apiServer[0]
 }
 
-// wantPlugins are the admission plugins both deployments enable: kubeadm's default and ours.
+// wantPlugins are the admission plugins both deployments enable: kubeadm's default and ours,
+// but for those that need setup first (Plugin.Prerequisite), which they name in a comment.
 func wantPlugins() []string {
 	names := []string{kubeadmDefaultPlugin}
 	for _, p := range portcullisadmission.Plugins() {
-		names = append(names, p.Name)
+		if p.Prerequisite == "" {
+			names = append(names, p.Name)
+		}
 	}
 	return names
+}
+
+// checkPrerequisitesNamed fails unless the deployment file names every plugin of ours that
+// needs setup first, without enabling it.
+func checkPrerequisitesNamed(t *testing.T, file string, enabled []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(t), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range portcullisadmission.Plugins() {
+		if p.Prerequisite == "" {
+			continue
+		}
+		if slices.Contains(enabled, p.Name) {
+			t.Errorf("%s enables %s, which needs setup first: %s", file, p.Name, p.Prerequisite)
+		}
+		if !strings.Contains(string(data), p.Name) {
+			t.Errorf("%s does not tell the operator about %s (%s)", file, p.Name, p.Prerequisite)
+		}
+	}
 }
 
 // parseAPIServerFlags parses args with kube-apiserver v1.37.1's own flag set, as the server
@@ -220,6 +245,7 @@ func TestStaticPodPatch(t *testing.T) {
 	// The container runs command followed by args.
 	enabled, configFile := parseAPIServerFlags(t, append(slices.Clone(c.Command[1:]), c.Args...))
 	checkEnabled(t, staticPodPatch, enabled)
+	checkPrerequisitesNamed(t, staticPodPatch, enabled)
 	if configFile == "" {
 		t.Fatalf("%s sets no --admission-control-config-file", staticPodPatch)
 	}
@@ -434,6 +460,7 @@ func TestSystemdUnitSettings(t *testing.T) {
 	}
 	enabled, configFile := parseAPIServerFlags(t, args[2:])
 	checkEnabled(t, systemdUnit, enabled)
+	checkPrerequisitesNamed(t, systemdEnvironment, enabled)
 	if configFile != env["ADMISSION_CONTROL_CONFIG_FILE"] || configFile == "" {
 		t.Errorf("--admission-control-config-file=%q, want ADMISSION_CONTROL_CONFIG_FILE's %q", configFile, env["ADMISSION_CONTROL_CONFIG_FILE"])
 	}

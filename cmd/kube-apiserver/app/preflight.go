@@ -126,6 +126,9 @@ type PreflightReport struct {
 	Args []string
 	// Problems lists, each naming its flag, file or field, why the swap is not safe.
 	Problems []string
+	// Warnings are what the operator must have done before the swap for it to be safe, which
+	// preflight cannot see from the command line: a plugin of ours that needs setup first.
+	Warnings []string
 	// Notes are facts worth knowing that are not problems.
 	Notes []string
 	// Mutating and Validating are the admission chains that would load, in order.
@@ -215,6 +218,11 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	r.StockMutating, r.StockValidating, err = stockChains(args, loopback)
 	if err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("stock kube-apiserver's chain could not be computed for comparison: %v", err))
+	}
+	for _, p := range portcullisadmission.Plugins() {
+		if p.Prerequisite != "" && (slices.Contains(r.Mutating, p.Name) || slices.Contains(r.Validating, p.Name)) {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is enabled: %s", p.Name, p.Prerequisite))
+		}
 	}
 	return r
 }
@@ -478,6 +486,9 @@ func (r *PreflightReport) Print(w io.Writer, source string) {
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)

@@ -383,3 +383,33 @@ plugins:
 		}
 	}
 }
+
+// TestPreflightWarnsOfPluginsThatNeedSetup: PodSecurityPolicy refuses every pod that no
+// usable policy admits, kube-system's included, so enabling it is worth a warning that says
+// what to do first; a plugin that needs no setup gets none.
+func TestPreflightWarnsOfPluginsThatNeedSetup(t *testing.T) {
+	node := newPreflightNode(t)
+	for _, tc := range []struct {
+		plugins string
+		want    []string
+	}{
+		{"NodeRestriction,PodPreset", nil},
+		{"NodeRestriction,PodSecurityPolicy", []string{"PodSecurityPolicy is enabled", "build/deploy/podsecuritypolicy", "kube-system"}},
+	} {
+		t.Run(tc.plugins, func(t *testing.T) {
+			report := Preflight(context.Background(), node.with(nil, "--enable-admission-plugins="+tc.plugins))
+			if len(report.Problems) > 0 {
+				t.Fatalf("want no problem, got %q", report.Problems)
+			}
+			warnings := strings.Join(report.Warnings, "\n")
+			if len(tc.want) == 0 && warnings != "" {
+				t.Errorf("want no warning, got %q", warnings)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(warnings, want) {
+					t.Errorf("warnings %q do not say %q", warnings, want)
+				}
+			}
+		})
+	}
+}

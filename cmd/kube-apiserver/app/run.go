@@ -16,8 +16,10 @@ import (
 
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
 // from the same exported steps (NewConfig, Complete, CreateServerChain, PrepareRun, Run) so
-// that the distribution can add to the server between them: the readiness checks of the
-// plugins of ours that are enabled. With none enabled, it builds exactly stock's server.
+// that the distribution can add to the server between them: policy/v1beta1
+// PodSecurityPolicy when it is to be served (podsecuritypolicy.go), and the readiness checks
+// of the plugins of ours that are enabled. With nothing of ours enabled, it builds exactly
+// stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
 func run(ctx context.Context, opts options.CompletedOptions, readiness *portcullisadmission.ReadinessChecks) error {
@@ -36,11 +38,20 @@ func run(ctx context.Context, opts options.CompletedOptions, readiness *portcull
 	if err != nil {
 		return err
 	}
+	restore := func() {}
+	if servesPodSecurityPolicy(opts.Admission, config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource) {
+		if restore, err = servePodSecurityPolicy(config); err != nil {
+			return err
+		}
+	}
 	completed, err := config.Complete()
 	if err != nil {
+		restore()
 		return err
 	}
 	server, err := upstreamapp.CreateServerChain(completed)
+	// The storage providers are read while the chain is built; the hook is no longer needed.
+	restore()
 	if err != nil {
 		return err
 	}

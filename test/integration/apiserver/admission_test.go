@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -44,6 +45,17 @@ func TestAdmission(t *testing.T) {
 			if diff := cmp.Diff(checkNames(t, stock, endpoint), checkNames(t, ours, endpoint)); diff != "" {
 				t.Errorf("%s checks differ from stock (-stock +ours):\n%s", endpoint, diff)
 			}
+		}
+	})
+
+	// The binary knows policy/v1beta1 PodSecurityPolicy; with nothing of ours enabled it must
+	// serve exactly what stock serves.
+	t.Run("default discovery is stock's", func(t *testing.T) {
+		if diff := cmp.Diff(discovered(t, stock), discovered(t, ours)); diff != "" {
+			t.Errorf("discovery differs from stock (-stock +ours):\n%s", diff)
+		}
+		if _, err := ours.Client.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); !apierrors.IsNotFound(err) {
+			t.Errorf("policy/v1beta1 without the plugin: want 404, got %v", err)
 		}
 	})
 
@@ -134,6 +146,23 @@ func TestAdmission(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// discovered lists every group version and resource the server serves, with its verbs.
+func discovered(t *testing.T, server *framework.APIServer) []string {
+	t.Helper()
+	_, lists, err := server.Client.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, list := range lists {
+		for _, r := range list.APIResources {
+			out = append(out, fmt.Sprintf("%s %s %v %v", list.GroupVersion, r.Name, r.Verbs, r.ShortNames))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // checkNames returns the names of the checks a health endpoint reports with ?verbose.
 func checkNames(t *testing.T, server *framework.APIServer, endpoint string) []string {
 	t.Helper()
@@ -166,8 +195,9 @@ func podWith(mutate func(*corev1.Pod)) *corev1.Pod {
 	return pod
 }
 
-// namespace creates a namespace with its default ServiceAccount. No controller manager runs
-// here, so the test creates the account the ServiceAccount admission plugin looks for.
+// namespace creates a namespace with its default ServiceAccount, which the ServiceAccount
+// admission plugin looks for: most tests run no controller manager to create it (where one
+// runs, it may have been first).
 func namespace(t *testing.T, client kubernetes.Interface) string {
 	t.Helper()
 	ctx := context.Background()
@@ -175,7 +205,8 @@ func namespace(t *testing.T, client kubernetes.Interface) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+	_, err = client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	return ns.Name

@@ -24,6 +24,10 @@ type APIServer struct {
 	Dir string
 	// LogFile is the server's combined stdout and stderr.
 	LogFile string
+	// PKI is the control plane's PKI, in Dir.
+	PKI *controlplane.PKI
+	// Port is the server's secure port on 127.0.0.1.
+	Port int
 }
 
 // StartAPIServer runs binary against etcd with the flags of a single-node control plane
@@ -35,7 +39,7 @@ func StartAPIServer(t testing.TB, binary string, etcd *Etcd, extraFlags ...strin
 	port := FreePort(t)
 	files := WritePKI(t, dir)
 	flags := append(controlplane.APIServerFlags(files, dir, etcd.ClientURL, port), extraFlags...)
-	s := &APIServer{Dir: dir, LogFile: filepath.Join(dir, "kube-apiserver.log")}
+	s := &APIServer{Dir: dir, LogFile: filepath.Join(dir, "kube-apiserver.log"), PKI: files, Port: port}
 	p := startProcess(t, filepath.Base(binary), s.LogFile, binary, flags...)
 	s.Config = &rest.Config{
 		Host: controlplane.URL(port),

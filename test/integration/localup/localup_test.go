@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -220,6 +221,40 @@ func TestLocalUp(t *testing.T) {
 		}
 		if _, err := c.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("pod rejected: %v", err)
+		}
+	})
+
+	// PodSecurityPolicy is enabled: the example policies and grants make run creates let the
+	// pods that controllers create through, under the policy their namespace's service
+	// accounts may use.
+	t.Run("a deployment's pod is admitted under the example policies", func(t *testing.T) {
+		c := client(t, kubeconfig)
+		for _, tc := range []struct{ namespace, policy string }{
+			{namespace, "baseline"},
+			{"kube-system", "privileged"},
+		} {
+			labels := map[string]string{"app": "first-deployment"}
+			deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "first-deployment"}, Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}}},
+			}}
+			if _, err := c.AppsV1().Deployments(tc.namespace).Create(ctx, deployment, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var pods *corev1.PodList
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				var err error
+				pods, err = c.CoreV1().Pods(tc.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=first-deployment"})
+				return err == nil && len(pods.Items) == 1, nil
+			})
+			if err != nil {
+				t.Errorf("%s: the deployment's pod was never created: %v", tc.namespace, err)
+				continue
+			}
+			if got := pods.Items[0].Annotations["kubernetes.io/psp"]; got != tc.policy {
+				t.Errorf("%s: the deployment's pod was admitted under %q, want %s", tc.namespace, got, tc.policy)
+			}
 		}
 	})
 

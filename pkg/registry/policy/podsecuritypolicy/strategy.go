@@ -1,0 +1,67 @@
+// Package podsecuritypolicy is the registry strategy of policy/v1beta1 PodSecurityPolicy: a
+// cluster-scoped object without status, validated as Kubernetes 1.24 validated it.
+package podsecuritypolicy
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/validation"
+)
+
+// strategy implements create, update and delete for PodSecurityPolicy.
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+// Strategy is the default strategy of PodSecurityPolicy objects.
+var Strategy = strategy{legacyscheme.Scheme, names.SimpleNameGenerator}
+
+var (
+	_ rest.RESTCreateStrategy = Strategy
+	_ rest.RESTUpdateStrategy = Strategy
+	_ rest.RESTDeleteStrategy = Strategy
+)
+
+// NamespaceScoped is false: a policy is granted per namespace through RBAC, not stored in one.
+func (strategy) NamespaceScoped() bool { return false }
+
+// PrepareForCreate has nothing to clear: the object has no status.
+func (strategy) PrepareForCreate(context.Context, runtime.Object) {}
+
+// PrepareForUpdate has nothing to carry over: the object has no status.
+func (strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
+
+// Canonicalize leaves the object as written.
+func (strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: an update of a missing policy is an error, as in 1.24.
+func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate is true: a PUT without a resourceVersion replaces the policy.
+func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// Validate validates a new policy.
+func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidatePodSecurityPolicy(obj.(*policy.PodSecurityPolicy))
+}
+
+// ValidateUpdate validates a policy update.
+func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidatePodSecurityPolicyUpdate(old.(*policy.PodSecurityPolicy), obj.(*policy.PodSecurityPolicy))
+}
+
+// WarningsOnCreate returns none.
+func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// WarningsOnUpdate returns none.
+func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
