@@ -10,10 +10,8 @@ package podpreset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -37,6 +34,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/internal/readiness"
 )
 
 const (
@@ -56,10 +54,6 @@ const (
 	// ReadinessCheckName names the plugin's check in the server's /readyz: the CRD is
 	// established and every preset has been read.
 	ReadinessCheckName = "podpreset-presets-synced"
-
-	// defaultReadyTimeout is how long a pod request waits for the plugin to become ready
-	// before it is refused, as upstream's admission.Handler waits.
-	defaultReadyTimeout = 10 * time.Second
 )
 
 // Register registers the plugin. It takes no configuration.
@@ -96,7 +90,7 @@ func New() *Plugin {
 	return &Plugin{
 		Handler:      admission.NewHandler(admission.Create, admission.Update),
 		ready:        func() bool { return false },
-		readyTimeout: defaultReadyTimeout,
+		readyTimeout: readiness.DefaultTimeout,
 	}
 }
 
@@ -123,11 +117,7 @@ func (p *Plugin) ValidateInitialization() error {
 	case p.drained == nil:
 		return fmt.Errorf("%s: missing drained notification", PluginName)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-p.drained
-		cancel()
-	}()
+	ctx := readiness.UntilDrained(p.drained)
 
 	// The informer starts once the CRD is established, so it lists at once rather than
 	// backing off from "not found"; the installer then keeps the CRD in place.
@@ -150,25 +140,13 @@ func (p *Plugin) ValidateInitialization() error {
 // ReadinessCheck returns the check the server adds to /readyz, so that once /readyz says ok
 // the PodPreset API is served and pods get their presets rather than a not-ready refusal.
 func (p *Plugin) ReadinessCheck() healthz.HealthChecker {
-	return healthz.NamedCheck(ReadinessCheckName, func(*http.Request) error {
-		if !p.ready() {
-			return errors.New("the PodPreset CRD is not established or the presets are not listed yet")
-		}
-		return nil
-	})
+	return readiness.Check(ReadinessCheckName, "the PodPreset CRD is not established or the presets are not listed yet", p.ready)
 }
 
 // waitForReady waits, at most readyTimeout and never past the request's deadline, for the
 // presets to be listed.
 func (p *Plugin) waitForReady(ctx context.Context) bool {
-	if p.ready() {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.readyTimeout)
-	defer cancel()
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, false, func(context.Context) (bool, error) {
-		return p.ready(), nil
-	}) == nil
+	return readiness.Wait(ctx, p.ready, p.readyTimeout)
 }
 
 var (

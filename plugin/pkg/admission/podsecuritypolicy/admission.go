@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -43,6 +41,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
 	psp "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/internal/readiness"
 )
 
 const (
@@ -57,8 +56,6 @@ const (
 
 	// auditKeyPrefix prefixes the audit annotations naming the admitting policy, as 1.24's.
 	auditKeyPrefix = "podsecuritypolicy.policy.k8s.io"
-
-	defaultReadyTimeout = 10 * time.Second
 )
 
 // Register registers the plugin. It takes no configuration.
@@ -98,7 +95,7 @@ func New(strategyFactory psp.StrategyFactory) *Plugin {
 		Handler:         admission.NewHandler(admission.Create, admission.Update),
 		strategyFactory: strategyFactory,
 		ready:           func() bool { return false },
-		readyTimeout:    defaultReadyTimeout,
+		readyTimeout:    readiness.DefaultTimeout,
 	}
 	p.policies.Store(&[]*compiledPolicy{})
 	return p
@@ -123,11 +120,7 @@ func (p *Plugin) ValidateInitialization() error {
 	case p.drained == nil:
 		return fmt.Errorf("%s: missing drained notification", PluginName)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-p.drained
-		cancel()
-	}()
+	ctx := readiness.UntilDrained(p.drained)
 	informer := dynamicinformer.NewFilteredDynamicInformer(p.dynamicClient, policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies"),
 		metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	// Only fails once the informer has started, which it has not.
@@ -148,12 +141,7 @@ func (p *Plugin) ValidateInitialization() error {
 
 // ReadinessCheck returns the check the server adds to /readyz: the policies are listed.
 func (p *Plugin) ReadinessCheck() healthz.HealthChecker {
-	return healthz.NamedCheck(ReadinessCheckName, func(*http.Request) error {
-		if !p.ready() {
-			return errors.New("the PodSecurityPolicies are not listed yet")
-		}
-		return nil
-	})
+	return readiness.Check(ReadinessCheckName, "the PodSecurityPolicies are not listed yet", p.ready)
 }
 
 // compiledPolicy is a policy with its provider, built once per policy version.
@@ -431,12 +419,5 @@ func (p *Plugin) mayUse(ctx context.Context, requester, serviceAccount user.Info
 // waitForReady waits, at most readyTimeout and never past the request's deadline, for the
 // policies to be listed.
 func (p *Plugin) waitForReady(ctx context.Context) bool {
-	if p.ready() {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.readyTimeout)
-	defer cancel()
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, false, func(context.Context) (bool, error) {
-		return p.ready(), nil
-	}) == nil
+	return readiness.Wait(ctx, p.ready, p.readyTimeout)
 }
