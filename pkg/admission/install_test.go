@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
+	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 )
 
@@ -242,8 +243,10 @@ func fakeInitializers(t *testing.T) genericadmission.PluginInitializers {
 	client := fake.NewClientset()
 	// The fake dynamic client serves our own APIs too.
 	scheme := runtime.NewScheme()
-	if err := settingsv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{settingsv1alpha1.AddToScheme, policyv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
