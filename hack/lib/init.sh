@@ -35,6 +35,7 @@ portcullis::staging_version() {
 portcullis::api_packages() {
   echo github.com/portcullis-k8s/api/settings/v1alpha1
   echo github.com/portcullis-k8s/api/policy/v1beta1
+  echo github.com/portcullis-k8s/api/admission/v1alpha1
 }
 
 # portcullis::internal_packages lists the main module's internal API packages (hub types)

@@ -66,3 +66,23 @@ func Order(base []string, ours []Plugin) ([]string, error) {
 	}
 	return order, nil
 }
+
+// EnabledPlugins returns the plugins the admission options enable, in chain order, computed
+// as upstream computes them (its own function is unexported): the recommended order, less
+// the default-off plugins not enabled and the disabled ones. The deprecated
+// --admission-control list, when given, replaces the rest, as upstream has it.
+func EnabledPlugins(opts *kubeoptions.AdmissionOptions) []string {
+	generic := opts.GenericAdmission
+	if len(opts.PluginNames) > 0 {
+		return slices.Clone(opts.PluginNames)
+	}
+	enabled, disabled := sets.New(generic.EnablePlugins...), sets.New(generic.DisablePlugins...)
+	var out []string
+	for _, name := range generic.RecommendedPluginOrder {
+		if disabled.Has(name) || (generic.DefaultOffPlugins.Has(name) && !enabled.Has(name)) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}

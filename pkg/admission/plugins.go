@@ -11,6 +11,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhookconfigurationguard"
 )
 
 // Plugins returns every admission plugin of this distribution, in insertion order. Each is
@@ -56,6 +57,17 @@ func Plugins() []Plugin {
 			Phase:    Validating,
 			Anchor:   Before("MutatingAdmissionPolicy"),
 			Register: exec.RegisterDenyExecOnPrivileged,
+		},
+		{
+			// Validating, and before the policies and webhooks (which must stay last, a test
+			// holds them there; hence not just before ValidatingAdmissionPolicy): a webhook
+			// configuration the guard refuses never reaches a webhook that might itself
+			// intercept it.
+			Name:          webhookconfigurationguard.PluginName,
+			Phase:         Validating,
+			Anchor:        Before("MutatingAdmissionPolicy"),
+			Register:      webhookconfigurationguard.Register,
+			ExampleConfig: webhookconfigurationguard.ExampleConfig,
 		},
 	}
 }

@@ -42,6 +42,7 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
 
 const preflightLong = `Preflight checks, before you swap binaries, that this kube-apiserver accepts a node's
@@ -56,10 +57,16 @@ It exits 0 when the swap is safe, and 1 listing every problem when it is not.
 Take the command line from one of:
   kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml
   kube-apiserver preflight --systemd-unit /etc/systemd/system/kube-apiserver.service [--environment-file FILE]
-  kube-apiserver preflight -- --etcd-servers=... --tls-cert-file=... ...`
+  kube-apiserver preflight -- --etcd-servers=... --tls-cert-file=... ...
+
+With --webhooks --kubeconfig FILE it also reads the cluster's webhook configurations (two
+lists, nothing written) and reports what the WebhookConfigurationGuard plugin would find, at
+the levels of the command line's admission configuration (Warn when it has none); a finding
+at Deny level makes it exit 1. --webhooks alone checks only the webhooks.`
 
 func newPreflightCommand() *cobra.Command {
-	var manifest, unit, environmentFile string
+	var manifest, unit, environmentFile, kubeconfig string
+	var webhooks bool
 	cmd := &cobra.Command{
 		Use:          "preflight",
 		Short:        "Check that this binary accepts a node's kube-apiserver command line",
@@ -88,20 +95,40 @@ func newPreflightCommand() *cobra.Command {
 			case dash == 0:
 				source = "the command line after --"
 				argv = args
+			case webhooks:
+				// The webhooks alone.
 			default:
 				return errors.New("give --manifest FILE, --systemd-unit FILE, or the server's flags after --")
 			}
 			if err != nil {
 				return err
 			}
+			if webhooks != (kubeconfig != "") {
+				return errors.New("--webhooks and --kubeconfig go together")
+			}
 			// The plugins this builds log as the server would; the report says it all.
 			klog.SetLogger(logr.Discard())
 			klog.SetOutput(io.Discard)
 			klog.LogToStderr(false)
-			report := Preflight(cmd.Context(), argv)
-			report.Print(cmd.OutOrStdout(), source)
-			if len(report.Problems) > 0 {
-				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", len(report.Problems))
+			var problems int
+			admissionConfigFile := ""
+			if source != "" {
+				report := Preflight(cmd.Context(), argv)
+				report.Print(cmd.OutOrStdout(), source)
+				problems = len(report.Problems)
+				admissionConfigFile = report.AdmissionConfigFile
+			}
+			if webhooks {
+				findings, summary, err := webhookFindings(cmd.Context(), kubeconfig, admissionConfigFile)
+				if err != nil {
+					return err
+				}
+				if denied := printWebhookFindings(cmd.OutOrStdout(), summary, findings); denied > 0 {
+					return fmt.Errorf("%d webhook finding(s) at Deny level: the WebhookConfigurationGuard would refuse these configurations", denied)
+				}
+			}
+			if problems > 0 {
+				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", problems)
 			}
 			return nil
 		},
@@ -117,6 +144,8 @@ func newPreflightCommand() *cobra.Command {
 	cmd.Flags().StringVar(&manifest, "manifest", "", "a static pod manifest whose kube-apiserver container's command line to check")
 	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart to check")
 	cmd.Flags().StringVar(&environmentFile, "environment-file", "", "with --systemd-unit: the EnvironmentFile to expand ExecStart with, in place of the unit's own")
+	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks: the kubeconfig to read the cluster's webhook configurations through")
 	return cmd
 }
 
@@ -124,6 +153,8 @@ func newPreflightCommand() *cobra.Command {
 type PreflightReport struct {
 	// Args is the command line checked.
 	Args []string
+	// AdmissionConfigFile is the command line's --admission-control-config-file, if any.
+	AdmissionConfigFile string
 	// Problems lists, each naming its flag, file or field, why the swap is not safe.
 	Problems []string
 	// Warnings are what the operator must have done before the swap for it to be safe, which
@@ -160,6 +191,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 		r.problem("command line: %v", err)
 		return r
 	}
+	r.AdmissionConfigFile = s.Admission.GenericAdmission.ConfigFile
 	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		r.problem("--feature-gates/--emulated-version: %v", err)
@@ -206,6 +238,13 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	}
 
 	loopback := loopbackHost(s)
+	enforcementModes, err := enforcement.Load(completed.Admission.GenericAdmission.ConfigFile)
+	if err == nil {
+		err = enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(completed.Admission))
+	}
+	if err != nil {
+		r.problem("enforcement modes: %v", err)
+	}
 	r.Mutating, r.Validating, err = admissionChains(completed.Admission, s.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
 	if err != nil {
 		if file := completed.Admission.GenericAdmission.ConfigFile; file != "" {

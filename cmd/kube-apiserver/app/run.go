@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
 
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
@@ -22,7 +23,7 @@ import (
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
-func run(ctx context.Context, opts options.CompletedOptions, readiness *portcullisadmission.ReadinessChecks) error {
+func run(ctx context.Context, opts options.CompletedOptions, readiness *portcullisadmission.ReadinessChecks, enforcementModes *enforcement.Decorator) error {
 	klog.Infof("Version: %+v", version.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
@@ -36,6 +37,11 @@ func run(ctx context.Context, opts options.CompletedOptions, readiness *portcull
 
 	config, err := upstreamapp.NewConfig(opts)
 	if err != nil {
+		return err
+	}
+	// The admission chain is built now: a plugin given an enforcement mode that has no
+	// validating phase is known only here.
+	if err := enforcementModes.Err(); err != nil {
 		return err
 	}
 	restore := func() {}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
 
 // The description stock kube-apiserver prints in --help; kept word for word so the
@@ -74,9 +75,20 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			cliflag.PrintFlags(cmd.Flags())
 
-			// First among the decorators, so it sees our plugins rather than upstream's wrappers.
+			// Enforcement modes come from the admission config file; a bad entry, or one naming
+			// a plugin that is not enabled or cannot be relaxed, stops the start here, before
+			// anything dials etcd.
+			enforcementModes, err := enforcement.Load(s.Admission.GenericAdmission.ConfigFile)
+			if err != nil {
+				return err
+			}
+			if err := enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(s.Admission)); err != nil {
+				return err
+			}
+			// First among the decorators, so they see the plugins rather than upstream's
+			// wrappers; readiness before enforcement, whose wrappers hide the plugin's methods.
 			readiness := &portcullisadmission.ReadinessChecks{}
-			s.Admission.GenericAdmission.Decorators = append(admission.Decorators{readiness}, s.Admission.GenericAdmission.Decorators...)
+			s.Admission.GenericAdmission.Decorators = append(admission.Decorators{readiness, enforcementModes}, s.Admission.GenericAdmission.Decorators...)
 
 			completed, err := s.Complete(ctx)
 			if err != nil {
@@ -88,7 +100,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return run(ctx, completed, readiness)
+			return run(ctx, completed, readiness, enforcementModes)
 		},
 		Args: noPositionalArgs,
 	}

@@ -209,6 +209,21 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			args: []string{"--enable-admission-plugins=SecurityContextDeny", "--disable-admission-plugins=SecurityContextDeny"},
 			want: []string{"SecurityContextDeny", "overlapped"},
 		},
+		{
+			name: "an enforcement mode for a plugin that keeps the server safe",
+			args: []string{"--admission-control-config-file=" + enforcementConfig(t, "NamespaceLifecycle", "Warn")},
+			want: []string{"NamespaceLifecycle", "admission-config.yaml"},
+		},
+		{
+			name: "an enforcement mode for a plugin that is not enabled",
+			args: []string{"--admission-control-config-file=" + enforcementConfig(t, "SecurityContextDeny", "Audit")},
+			want: []string{"SecurityContextDeny"},
+		},
+		{
+			name: "an enforcement mode that is not one",
+			args: []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + enforcementConfig(t, "SecurityContextDeny", "Maybe")},
+			want: []string{"modes", "Maybe"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,4 +291,16 @@ func tail(s string) string {
 		lines = lines[len(lines)-30:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// enforcementConfig writes an admission configuration giving plugin the enforcement mode.
+func enforcementConfig(t *testing.T, plugin, mode string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "admission-config.yaml")
+	config := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EnforcementModes\n  configuration:\n" +
+		"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n    plugins:\n    - name: " + plugin + "\n      modes: [" + mode + "]\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,0 +1,225 @@
+package enforcement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+)
+
+// wouldDeny counts the denials admitted because of a plugin's mode (Warn, Audit, or both:
+// the mode label), so an operator can see what turning Deny on would refuse.
+var wouldDeny = metrics.NewCounterVec(&metrics.CounterOpts{
+	Namespace:      "portcullis",
+	Subsystem:      "admission_enforcement",
+	Name:           "would_deny_total",
+	Help:           "Requests a validating admission plugin denied but admitted because the plugin's enforcement mode is Warn, Audit or both, by plugin and mode.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"plugin", "mode"})
+
+var registerOnce sync.Once
+
+// registerMetrics registers the metric once per process: the command may be started several
+// times in one test process, and legacyregistry refuses a second registration.
+func registerMetrics() {
+	registerOnce.Do(func() { legacyregistry.MustRegister(wouldDeny) })
+}
+
+// modes is a plugin's non-Deny mode.
+type modes struct {
+	warn, audit bool
+	// label is the metric's mode label: Warn, Audit or Warn+Audit.
+	label string
+}
+
+// Decorator is an admission decorator that wraps each plugin configured Warn and/or Audit.
+// Put it before every decorator that wraps plugins (upstream's controller metrics), so it
+// wraps the plugin itself; a decorator that looks for optional interfaces of the plugin
+// (ReadinessChecks) must come before it. Its zero value (and nil) changes nothing.
+type Decorator struct {
+	file string
+	// configured is every plugin the file names, Deny included.
+	configured []string
+	// soften is the plugins configured Warn and/or Audit.
+	soften map[string]modes
+
+	mu  sync.Mutex
+	err []error
+}
+
+var _ admission.Decorator = &Decorator{}
+
+func newDecorator(file string, config *admissionv1alpha1.EnforcementConfiguration) *Decorator {
+	d := &Decorator{file: file, soften: map[string]modes{}}
+	for _, p := range config.Plugins {
+		d.configured = append(d.configured, p.Name)
+		var m modes
+		for _, mode := range p.Modes {
+			switch mode {
+			case admissionv1alpha1.EnforcementModeWarn:
+				m.warn = true
+			case admissionv1alpha1.EnforcementModeAudit:
+				m.audit = true
+			}
+		}
+		switch {
+		case m.warn && m.audit:
+			m.label = "Warn+Audit"
+		case m.warn:
+			m.label = "Warn"
+		case m.audit:
+			m.label = "Audit"
+		default:
+			// Deny: exactly the plugin's behaviour, so not wrapped at all.
+			continue
+		}
+		d.soften[p.Name] = m
+	}
+	return d
+}
+
+// CheckEnabled refuses a configuration naming a plugin that is not among the enabled ones:
+// most likely a typo, or a plugin the operator believes is in Warn mode while it does not
+// run at all.
+func (d *Decorator) CheckEnabled(enabled []string) error {
+	if d == nil {
+		return nil
+	}
+	var errs []error
+	for _, name := range d.configured {
+		if !slices.Contains(enabled, name) {
+			errs = append(errs, fmt.Errorf("plugin %q is not enabled (--enable-admission-plugins)", name))
+		}
+	}
+	if len(errs) != 0 {
+		return fmt.Errorf("%s: %s: %w", d.file, EntryName, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Err reports the configured plugins that Decorate found without a validating phase. Call
+// it once the admission chain is built (the server's config is built).
+func (d *Decorator) Err() error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.err) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %w", d.file, EntryName, errors.Join(d.err...))
+}
+
+// Decorate wraps handler if its plugin is configured Warn and/or Audit, and returns it
+// unchanged otherwise.
+func (d *Decorator) Decorate(handler admission.Interface, name string) admission.Interface {
+	if d == nil {
+		return handler
+	}
+	m, ok := d.soften[name]
+	if !ok {
+		return handler
+	}
+	validator, ok := handler.(admission.ValidationInterface)
+	if !ok {
+		d.mu.Lock()
+		d.err = append(d.err, fmt.Errorf("plugin %q: %w", name, errNotValidating))
+		d.mu.Unlock()
+		return handler
+	}
+	v := &validating{Interface: handler, validator: validator, name: name, modes: m, annotation: annotationKey(name)}
+	if mutator, ok := handler.(admission.MutationInterface); ok {
+		return &mutatingAndValidating{validating: v, mutator: mutator}
+	}
+	return v
+}
+
+// validating wraps a plugin's validating phase. It deliberately has no Admit: a
+// validating-only plugin must not become a mutating one in the chain's eyes.
+type validating struct {
+	// Interface supplies the plugin's own Handles.
+	admission.Interface
+	validator  admission.ValidationInterface
+	name       string
+	modes      modes
+	annotation string
+}
+
+var _ admission.ValidationInterface = &validating{}
+
+// mutatingAndValidating wraps a plugin of both phases: Admit is the plugin's own.
+type mutatingAndValidating struct {
+	*validating
+	mutator admission.MutationInterface
+}
+
+var (
+	_ admission.MutationInterface   = &mutatingAndValidating{}
+	_ admission.ValidationInterface = &mutatingAndValidating{}
+)
+
+// Admit is the plugin's, untouched: mutation is never suppressed.
+func (w *mutatingAndValidating) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return w.mutator.Admit(ctx, a, o)
+}
+
+// Unwrap returns the plugin.
+func (w *validating) Unwrap() admission.Interface { return w.Interface }
+
+// Validate runs the plugin and admits what it denies, as a warning and/or an audit record.
+// The admitted path is one call and one comparison: no allocation.
+func (w *validating) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	err := w.validator.Validate(ctx, a, o)
+	if err == nil {
+		return nil
+	}
+	return w.admitDenial(ctx, a, err)
+}
+
+// admitDenial returns nil for a denial (a 4xx status), after recording it; any other error
+// is returned unchanged, so a plugin that cannot judge still fails closed.
+func (w *validating) admitDenial(ctx context.Context, a admission.Attributes, err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return err
+	}
+	if code := status.Status().Code; code < 400 || code >= 500 {
+		return err
+	}
+	msg := status.Status().Message
+	if msg == "" {
+		msg = err.Error()
+	}
+	if w.modes.warn {
+		// The Warning header refuses control characters (it would drop the warning); a
+		// multi-line message still reaches the client on one line.
+		warning.AddWarning(ctx, "", fmt.Sprintf("%s would deny this request (enforcement mode %s): %s", w.name, w.modes.label, strings.Map(noControl, msg)))
+	}
+	if w.modes.audit {
+		if aerr := a.AddAnnotation(w.annotation, msg); aerr != nil {
+			klog.FromContext(ctx).Error(aerr, "Recording an admitted denial in the audit event failed", "plugin", w.name)
+		}
+	}
+	wouldDeny.WithLabelValues(w.name, w.modes.label).Inc()
+	return nil
+}
+
+func noControl(r rune) rune {
+	if unicode.IsControl(r) {
+		return ' '
+	}
+	return r
+}
