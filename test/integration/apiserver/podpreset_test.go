@@ -334,11 +334,14 @@ func TestPodPreset(t *testing.T) {
 	})
 }
 
-func established(crd *unstructured.Unstructured) bool {
-	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+func established(crd *unstructured.Unstructured) bool { return conditionTrue(crd, "Established") }
+
+// conditionTrue reports whether the object's status has the condition, with status True.
+func conditionTrue(obj *unstructured.Unstructured, conditionType string) bool {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conditions {
 		c, _ := c.(map[string]any)
-		if c["type"] == "Established" && c["status"] == "True" {
+		if c["type"] == conditionType && c["status"] == "True" {
 			return true
 		}
 	}

@@ -122,17 +122,7 @@ func TestPodSecurityPolicy(t *testing.T) {
 			apiservices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 				svc, err := apiservices.Get(ctx, "v1beta1.policy", metav1.GetOptions{})
-				if err != nil {
-					return false, nil
-				}
-				conditions, _, _ := unstructured.NestedSlice(svc.Object, "status", "conditions")
-				for _, c := range conditions {
-					c, _ := c.(map[string]any)
-					if c["type"] == "Available" && c["status"] == "True" {
-						return true, nil
-					}
-				}
-				return false, nil
+				return err == nil && conditionTrue(svc, "Available"), nil
 			})
 			if err != nil {
 				t.Fatalf("APIService v1beta1.policy not Available within a minute: %v", err)
