@@ -30,10 +30,19 @@ func writeAdmissionConfigIfMissing(path string) error {
 			fmt.Fprintf(&b, "# %s: takes no configuration.\n", p.Name)
 			continue
 		}
-		fmt.Fprintf(&b, "- name: %s\n  configuration:\n", p.Name)
-		for _, line := range strings.Split(strings.TrimRight(p.ExampleConfig, "\n"), "\n") {
-			fmt.Fprintf(&b, "    %s\n", line)
-		}
+		writeEntry(&b, p.Name, p.ExampleConfig)
+	}
+	b.WriteString("# Portcullis's own dispatch of the two webhook plugins (on by default, as upstream's):\n")
+	b.WriteString("# circuit breakers and a time budget (docs/webhooks.md).\n")
+	for _, r := range portcullisadmission.Replacements() {
+		writeEntry(&b, r.Name, r.ExampleConfig)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+func writeEntry(b *strings.Builder, name, config string) {
+	fmt.Fprintf(b, "- name: %s\n  configuration:\n", name)
+	for _, line := range strings.Split(strings.TrimRight(config, "\n"), "\n") {
+		fmt.Fprintf(b, "    %s\n", line)
+	}
 }

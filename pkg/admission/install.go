@@ -5,6 +5,10 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	genericadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
@@ -19,7 +23,46 @@ func Install(opts *kubeoptions.AdmissionOptions) error {
 	if opts == nil || opts.GenericAdmission == nil {
 		return fmt.Errorf("admission options are nil")
 	}
+	if err := replace(opts.GenericAdmission, Replacements()); err != nil {
+		return err
+	}
 	return install(opts.GenericAdmission, Plugins())
+}
+
+// replace swaps opts' plugin registry for one where each replacement of ours is registered
+// instead of upstream's plugin of its name. Upstream's registry cannot unregister a plugin,
+// and refuses a second one of a name, so the new registry is built from upstream's own
+// registration functions less the replaced plugins'; it must end up with exactly upstream's
+// names, or a Kubernetes bump changed the set and this fails.
+func replace(opts *genericoptions.AdmissionOptions, replacements []Replacement) error {
+	stock := sets.New(opts.Plugins.Registered()...)
+	plugins := genericadmission.NewPlugins()
+	registerUpstreamExceptWebhooks(plugins)
+	for _, r := range replacements {
+		if !stock.Has(r.Name) {
+			return fmt.Errorf("admission plugin %q replaces an upstream plugin, but upstream registers none of that name", r.Name)
+		}
+		if slices.Contains(plugins.Registered(), r.Name) {
+			return fmt.Errorf("admission plugin %q is registered by upstream's functions this registry calls; it cannot be replaced", r.Name)
+		}
+		r.Register(plugins)
+	}
+	if got := sets.New(plugins.Registered()...); !got.Equal(stock) {
+		return fmt.Errorf("replacing upstream's admission plugins changed the registered set: missing %v, extra %v",
+			sets.List(stock.Difference(got)), sets.List(got.Difference(stock)))
+	}
+	opts.Plugins = plugins
+	return nil
+}
+
+// registerUpstreamExceptWebhooks registers what upstream's kube-apiserver registers (the
+// generic server's plugins, then kube-apiserver's) but for the two webhook plugins, which
+// ours replace.
+func registerUpstreamExceptWebhooks(plugins *genericadmission.Plugins) {
+	lifecycle.Register(plugins)
+	validatingadmissionpolicy.Register(plugins)
+	mutatingadmissionpolicy.Register(plugins)
+	kubeoptions.RegisterAllAdmissionPlugins(plugins)
 }
 
 func install(opts *genericoptions.AdmissionOptions, ours []Plugin) error {

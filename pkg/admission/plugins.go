@@ -11,6 +11,9 @@ import (
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	webhookmutating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
+	webhookvalidating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/validating"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhookconfigurationguard"
 )
 
@@ -70,6 +73,43 @@ func Plugins() []Plugin {
 			ExampleConfig: webhookconfigurationguard.ExampleConfig,
 		},
 	}
+}
+
+// Replacements returns the upstream plugins this distribution replaces with its own, under
+// the same names: ours takes upstream's place in the chain, upstream's default (on), and
+// upstream's configuration kind, and adds a configuration kind of ours. Upstream's plugin of
+// the name is then not registered at all.
+func Replacements() []Replacement {
+	return []Replacement{
+		{
+			// Ours replaces MutatingAdmissionWebhook: our dispatch (breakers, budget, one
+			// serialization per change) over upstream's matching.
+			Name:          webhookmutating.PluginName,
+			Phase:         Mutating,
+			Register:      webhookmutating.Register,
+			ExampleConfig: webhook.ExampleConfig,
+		},
+		{
+			// Ours replaces ValidatingAdmissionWebhook: our dispatch (breakers, budget, early
+			// exit at the first denial) over upstream's matching.
+			Name:          webhookvalidating.PluginName,
+			Phase:         Validating,
+			Register:      webhookvalidating.Register,
+			ExampleConfig: webhook.ExampleConfig,
+		},
+	}
+}
+
+// Replacement describes a plugin of ours that takes over an upstream plugin's name.
+type Replacement struct {
+	// Name is the upstream plugin's name, which ours registers under.
+	Name  string
+	Phase Phase
+	// Register registers our plugin under Name.
+	Register func(*genericadmission.Plugins)
+	// ExampleConfig is a sample of our configuration kind for the plugin's entry in
+	// --admission-control-config-file, in YAML.
+	ExampleConfig string
 }
 
 // Phase says which admission phases a plugin takes part in.

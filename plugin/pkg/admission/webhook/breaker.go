@@ -1,0 +1,244 @@
+package webhook
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	"k8s.io/utils/clock"
+)
+
+// A breaker is kept per webhook, keyed by the webhook's identity within its configuration
+// (upstream's accessor UID: configuration name, webhook name, ordinal), not per resolved
+// endpoint: failurePolicy and timeoutSeconds are per webhook, one service often serves
+// several webhooks on different paths that fail independently, and operators and the stock
+// metrics name webhooks, not endpoints. A configuration change makes upstream build new
+// accessors for it; a breaker that sees a new accessor for its key starts afresh.
+
+// breakerState is a breaker's state; its value is the breaker-state metric's.
+type breakerState int
+
+const (
+	breakerClosed breakerState = iota
+	breakerHalfOpen
+	breakerOpen
+)
+
+func (s breakerState) String() string {
+	return [...]string{"closed", "half-open", "open"}[s]
+}
+
+// probeExpiry is how long a probe may be out before another call probes instead: longer
+// than any webhook timeout (30 s at most), so only a lost outcome can reach it.
+const probeExpiry = time.Minute
+
+// breakerIdleExpiry is how long a breaker nobody consults is kept: webhooks of deleted
+// configurations must not be remembered for ever.
+const breakerIdleExpiry = 10 * time.Minute
+
+// Breakers holds the circuit breakers of one plugin's webhooks.
+type Breakers struct {
+	settings BreakerSettings
+	clock    clock.PassiveClock
+	// jitter returns a factor in [0.8, 1.2) for a backoff.
+	jitter  func() float64
+	metrics *Metrics
+	step    string
+
+	mu        sync.Mutex
+	byWebhook map[string]*breaker
+	lastSweep time.Time
+}
+
+type breaker struct {
+	// accessor is the configuration generation the breaker belongs to.
+	accessor webhook.WebhookAccessor
+	name     string
+	state    breakerState
+	// failures counts consecutive failed calls while closed.
+	failures int
+	// backoff is the current wait between probes.
+	backoff time.Duration
+	probeAt time.Time
+	// probing is set while the one probe call of a half-open breaker is out, since
+	// probeStarted.
+	probing      bool
+	probeStarted time.Time
+	lastErr      string
+	lastUsed     time.Time
+}
+
+// NewBreakers returns breakers for a plugin whose metrics' step type is step ("admit" or
+// "validating", as upstream labels them).
+func NewBreakers(settings BreakerSettings, step string, metrics *Metrics, clk clock.PassiveClock) *Breakers {
+	return &Breakers{
+		settings:  settings,
+		clock:     clk,
+		jitter:    func() float64 { return 0.8 + 0.4*rand.Float64() },
+		metrics:   metrics,
+		step:      step,
+		byWebhook: map[string]*breaker{},
+	}
+}
+
+// Permit is a breaker's answer to a call about to be made.
+type Permit struct {
+	b *Breakers
+	// key is empty when the breakers are off.
+	key   string
+	probe bool
+}
+
+// BreakerOpenError is why a call was not made: the webhook's breaker is open.
+type BreakerOpenError struct {
+	Failures int
+	LastErr  string
+	ProbeAt  time.Time
+	ProbeIn  time.Duration
+	// Probing says a probe call is already out.
+	Probing bool
+}
+
+func (e *BreakerOpenError) Error() string {
+	when := fmt.Sprintf("the next probe call is in %s (at %s)", e.ProbeIn.Round(time.Millisecond), e.ProbeAt.UTC().Format(time.RFC3339))
+	if e.Probing {
+		when = "a probe call is in progress"
+	}
+	return fmt.Sprintf("circuit breaker open after %d consecutive failed calls (the last: %s); not called; %s", e.Failures, e.LastErr, when)
+}
+
+// Allow says whether a call to h may be made. When it may, the caller must report the
+// call's outcome through the permit. A nil *Breakers allows every call.
+func (bs *Breakers) Allow(h webhook.WebhookAccessor) (Permit, *BreakerOpenError) {
+	if bs == nil {
+		return Permit{}, nil
+	}
+	now := bs.clock.Now()
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	bs.sweep(now)
+	key := h.GetUID()
+	b := bs.byWebhook[key]
+	if b == nil || b.accessor != h {
+		if b != nil {
+			// Changed configuration: the old breaker's state says nothing of the new webhook.
+			bs.metrics.forgetBreaker(b.name, bs.step)
+		}
+		b = &breaker{accessor: h, name: h.GetName(), backoff: bs.settings.InitialBackoff}
+		bs.byWebhook[key] = b
+		bs.metrics.setBreakerState(b.name, bs.step, breakerClosed)
+	}
+	b.lastUsed = now
+	switch {
+	case b.state == breakerClosed:
+		return Permit{b: bs, key: key}, nil
+	case (!b.probing || now.Sub(b.probeStarted) > probeExpiry) && !now.Before(b.probeAt):
+		b.probing, b.probeStarted = true, now
+		bs.setState(b, breakerHalfOpen)
+		return Permit{b: bs, key: key, probe: true}, nil
+	default:
+		return Permit{}, &BreakerOpenError{
+			Failures: b.failures, LastErr: b.lastErr,
+			ProbeAt: b.probeAt, ProbeIn: max(b.probeAt.Sub(now), 0), Probing: b.probing,
+		}
+	}
+}
+
+// Outcome is what became of a permitted call.
+type Outcome int
+
+const (
+	// Succeeded: the webhook answered with a valid admission response (allowing or not).
+	Succeeded Outcome = iota
+	// Failed: the call failed for the webhook's sake (see Classify).
+	Failed
+	// Abandoned: the call ended for the request's sake (cancelled, out of budget); it says
+	// nothing of the webhook.
+	Abandoned
+)
+
+// Done reports the outcome of the permitted call. reason is the failure, when Failed.
+func (p Permit) Done(outcome Outcome, reason error) {
+	if p.key == "" {
+		return
+	}
+	bs := p.b
+	now := bs.clock.Now()
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	b := bs.byWebhook[p.key]
+	if b == nil {
+		return
+	}
+	if p.probe {
+		b.probing = false
+	}
+	switch outcome {
+	case Succeeded:
+		b.failures = 0
+		b.backoff = bs.settings.InitialBackoff
+		if b.state != breakerClosed {
+			bs.setState(b, breakerClosed)
+		}
+	case Failed:
+		b.failures++
+		b.lastErr = "unknown"
+		if reason != nil {
+			b.lastErr = reasonOf(reason).Error()
+		}
+		switch {
+		case p.probe:
+			// A failed probe: wait longer before the next.
+			b.backoff = min(2*b.backoff, bs.settings.MaxBackoff)
+			bs.open(b, now)
+		case b.state == breakerClosed && b.failures >= bs.settings.FailureThreshold:
+			bs.open(b, now)
+		}
+	case Abandoned:
+		if p.probe && b.state == breakerHalfOpen {
+			// No verdict: the next call probes again.
+			bs.setState(b, breakerOpen)
+		}
+	}
+}
+
+func (bs *Breakers) open(b *breaker, now time.Time) {
+	wait := time.Duration(float64(b.backoff) * bs.jitter())
+	b.probeAt = now.Add(wait)
+	bs.setState(b, breakerOpen)
+}
+
+func (bs *Breakers) setState(b *breaker, s breakerState) {
+	if b.state != s {
+		bs.metrics.breakerTransition(b.name, bs.step, s)
+	}
+	b.state = s
+	bs.metrics.setBreakerState(b.name, bs.step, s)
+}
+
+// sweep forgets breakers nobody has consulted for breakerIdleExpiry; it runs at most once a
+// minute.
+func (bs *Breakers) sweep(now time.Time) {
+	if now.Sub(bs.lastSweep) < time.Minute {
+		return
+	}
+	bs.lastSweep = now
+	for key, b := range bs.byWebhook {
+		if now.Sub(b.lastUsed) > breakerIdleExpiry {
+			delete(bs.byWebhook, key)
+			bs.metrics.forgetBreaker(b.name, bs.step)
+		}
+	}
+}
+
+// State returns the state of h's breaker, for tests and diagnostics.
+func (bs *Breakers) State(h webhook.WebhookAccessor) string {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b := bs.byWebhook[h.GetUID()]; b != nil && b.accessor == h {
+		return b.state.String()
+	}
+	return breakerClosed.String()
+}

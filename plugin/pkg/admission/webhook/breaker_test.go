@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func accessor(config, name string) webhook.WebhookAccessor {
+	return webhook.NewValidatingWebhookAccessor(config+"/"+name+"/0", config, &admissionregistrationv1.ValidatingWebhook{Name: name})
+}
+
+func newTestBreakers(threshold int) (*Breakers, *testingclock.FakePassiveClock) {
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	bs := NewBreakers(BreakerSettings{FailureThreshold: threshold, InitialBackoff: time.Second, MaxBackoff: 4 * time.Second}, "validating", NewMetrics(), clk)
+	bs.jitter = func() float64 { return 1 }
+	return bs, clk
+}
+
+var errRefused = errors.New("connection refused")
+
+// fail makes n permitted calls that fail.
+func fail(t *testing.T, bs *Breakers, h webhook.WebhookAccessor, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		p, open := bs.Allow(h)
+		if open != nil {
+			t.Fatalf("call %d short-circuited: %v", i+1, open)
+		}
+		p.Done(Failed, errRefused)
+	}
+}
+
+func TestBreakerOpensAfterConsecutiveFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		outcomes []Outcome
+		open     bool
+	}{
+		{"threshold failures", []Outcome{Failed, Failed, Failed}, true},
+		{"one short", []Outcome{Failed, Failed}, false},
+		{"success resets the count", []Outcome{Failed, Failed, Succeeded, Failed, Failed}, false},
+		{"abandoned calls count for nothing", []Outcome{Failed, Abandoned, Failed, Abandoned, Failed}, true},
+		{"abandoned calls do not reset", []Outcome{Failed, Failed, Abandoned, Failed}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bs, _ := newTestBreakers(3)
+			h := accessor("cfg", "hook.example.com")
+			for _, o := range tc.outcomes {
+				p, open := bs.Allow(h)
+				if open != nil {
+					t.Fatalf("short-circuited before the last outcome: %v", open)
+				}
+				p.Done(o, errRefused)
+			}
+			_, open := bs.Allow(h)
+			if (open != nil) != tc.open {
+				t.Fatalf("open = %v, want %v (state %s)", open, tc.open, bs.State(h))
+			}
+		})
+	}
+}
+
+func TestBreakerProbes(t *testing.T) {
+	bs, clk := newTestBreakers(2)
+	h := accessor("cfg", "hook.example.com")
+	fail(t, bs, h, 2)
+
+	_, open := bs.Allow(h)
+	if open == nil {
+		t.Fatal("breaker did not open after 2 failures")
+	}
+	for _, want := range []string{"2 consecutive failed calls", "connection refused", "next probe call is in 1s", "12:00:01Z"} {
+		if !strings.Contains(open.Error(), want) {
+			t.Errorf("open breaker's message %q does not say %q", open.Error(), want)
+		}
+	}
+
+	// Before the backoff: still open. At it: one probe, the others short-circuit.
+	clk.SetTime(clk.Now().Add(999 * time.Millisecond))
+	if _, open := bs.Allow(h); open == nil {
+		t.Fatal("breaker probed before its backoff ended")
+	}
+	clk.SetTime(clk.Now().Add(time.Millisecond))
+	probe, open := bs.Allow(h)
+	if open != nil {
+		t.Fatalf("no probe after the backoff: %v", open)
+	}
+	if got := bs.State(h); got != "half-open" {
+		t.Errorf("state during the probe = %s, want half-open", got)
+	}
+	if _, open := bs.Allow(h); open == nil || !open.Probing || !strings.Contains(open.Error(), "a probe call is in progress") {
+		t.Fatalf("a second call during the probe was not short-circuited as probing: %v", open)
+	}
+
+	// A failed probe doubles the backoff: 2s, then 4s, capped at 4s.
+	probe.Done(Failed, errRefused)
+	for _, wait := range []time.Duration{2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		clk.SetTime(clk.Now().Add(wait - time.Millisecond))
+		if _, open := bs.Allow(h); open == nil {
+			t.Fatalf("probed before the %s backoff ended", wait)
+		}
+		clk.SetTime(clk.Now().Add(time.Millisecond))
+		probe, open = bs.Allow(h)
+		if open != nil {
+			t.Fatalf("no probe after the %s backoff: %v", wait, open)
+		}
+		probe.Done(Failed, errRefused)
+	}
+
+	// A successful probe closes the breaker and resets the backoff.
+	clk.SetTime(clk.Now().Add(4 * time.Second))
+	probe, _ = bs.Allow(h)
+	probe.Done(Succeeded, nil)
+	if got := bs.State(h); got != "closed" {
+		t.Fatalf("state after a successful probe = %s, want closed", got)
+	}
+	fail(t, bs, h, 2)
+	if _, open := bs.Allow(h); open == nil || open.ProbeIn != time.Second {
+		t.Fatalf("after closing, the backoff did not start again at 1s: %v", open)
+	}
+}
+
+func TestBreakerAbandonedProbeLetsTheNextCallProbe(t *testing.T) {
+	bs, clk := newTestBreakers(1)
+	h := accessor("cfg", "hook.example.com")
+	fail(t, bs, h, 1)
+	clk.SetTime(clk.Now().Add(time.Second))
+	probe, open := bs.Allow(h)
+	if open != nil {
+		t.Fatal(open)
+	}
+	probe.Done(Abandoned, nil)
+	if _, open := bs.Allow(h); open != nil {
+		t.Fatalf("after an abandoned probe, the next call did not probe: %v", open)
+	}
+}
+
+func TestBreakerLostProbeExpires(t *testing.T) {
+	bs, clk := newTestBreakers(1)
+	h := accessor("cfg", "hook.example.com")
+	fail(t, bs, h, 1)
+	clk.SetTime(clk.Now().Add(time.Second))
+	if _, open := bs.Allow(h); open != nil { // a probe whose outcome never comes
+		t.Fatal(open)
+	}
+	clk.SetTime(clk.Now().Add(probeExpiry + time.Second))
+	if _, open := bs.Allow(h); open != nil {
+		t.Fatalf("a lost probe blocked probing for good: %v", open)
+	}
+}
+
+func TestBreakerResetsOnConfigurationChange(t *testing.T) {
+	bs, _ := newTestBreakers(1)
+	old := accessor("cfg", "hook.example.com")
+	fail(t, bs, old, 1)
+	if _, open := bs.Allow(old); open == nil {
+		t.Fatal("breaker did not open")
+	}
+	// Upstream builds new accessors, with the same UID, when a configuration changes.
+	changed := accessor("cfg", "hook.example.com")
+	if _, open := bs.Allow(changed); open != nil {
+		t.Fatalf("a changed configuration's webhook inherited the open breaker: %v", open)
+	}
+	// Breakers are per webhook: another webhook is unaffected by this one.
+	fail(t, bs, changed, 1)
+	if _, open := bs.Allow(accessor("cfg", "other.example.com")); open != nil {
+		t.Fatalf("another webhook's breaker opened: %v", open)
+	}
+}
+
+func TestBreakerJitterStaysWithinAFifth(t *testing.T) {
+	bs, _ := newTestBreakers(1)
+	bs.jitter = NewBreakers(BreakerSettings{}, "", nil, nil).jitter
+	for i := 0; i < 1000; i++ {
+		if j := bs.jitter(); j < 0.8 || j >= 1.2 {
+			t.Fatalf("jitter factor %v outside [0.8, 1.2)", j)
+		}
+	}
+}
+
+func TestNilBreakersAllowEverything(t *testing.T) {
+	var bs *Breakers
+	p, open := bs.Allow(accessor("cfg", "hook.example.com"))
+	if open != nil {
+		t.Fatal(open)
+	}
+	p.Done(Failed, errRefused) // must not panic
+}

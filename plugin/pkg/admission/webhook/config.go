@@ -1,0 +1,203 @@
+// Package webhook is what Portcullis's two webhook admission plugins share: their
+// configuration, the per-webhook circuit breakers, the per-request time budget, the call to
+// one webhook, the object's serialization reused across calls, and the metrics. The plugins
+// themselves, registered under upstream's names, are in mutating/ and validating/; matching
+// (which webhooks a request calls) is upstream's generic.Webhook.
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+)
+
+// Defaults and limits of WebhookDispatchConfiguration.
+const (
+	DefaultFailureThreshold int32 = 5
+	DefaultInitialBackoff         = time.Second
+	DefaultMaxBackoff             = 30 * time.Second
+	DefaultDeadlineMargin         = 2 * time.Second
+
+	maxFailureThreshold = 1000
+	minInitialBackoff   = 100 * time.Millisecond
+	maxInitialBackoff   = 10 * time.Minute
+	maxMaxBackoff       = time.Hour
+	minDeadlineMargin   = 100 * time.Millisecond
+	maxDeadlineMargin   = 30 * time.Second
+	minMaxDuration      = time.Second
+	maxMaxDuration      = 10 * time.Minute
+)
+
+var (
+	scheme = runtime.NewScheme()
+	// Strict: a misspelt field is an error naming it, not a silently ignored setting.
+	codecs = serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+)
+
+func init() {
+	utilruntime.Must(admissionv1alpha1.AddToScheme(scheme))
+}
+
+// Configuration is what a webhook plugin takes from its entry in the admission config file.
+type Configuration struct {
+	// Breaker, when not nil, turns the circuit breakers on.
+	Breaker *BreakerSettings
+	// Budget, when not nil, turns the time budget on.
+	Budget *BudgetSettings
+	// Upstream is the entry in upstream's own kind, for generic.NewWebhook (which loads the
+	// kubeconfig and the static manifests directory); nil when the file has no entry.
+	Upstream io.Reader
+}
+
+// BreakerSettings are the circuit breakers' settings, defaulted.
+type BreakerSettings struct {
+	FailureThreshold int
+	InitialBackoff   time.Duration
+	MaxBackoff       time.Duration
+}
+
+// BudgetSettings are the time budget's settings, defaulted.
+type BudgetSettings struct {
+	DeadlineMargin time.Duration
+	// MaxDuration is 0 when not set.
+	MaxDuration time.Duration
+}
+
+// LoadConfiguration reads a webhook plugin's entry of the admission config file. An entry in
+// upstream's kind (or none) is handed to upstream unchanged and gives stock's dispatch; an
+// entry in WebhookDispatchConfiguration is decoded strictly, defaulted and validated, and
+// its kubeConfigFile and staticManifestsDir are handed to upstream in upstream's kind.
+func LoadConfiguration(pluginName string, r io.Reader) (*Configuration, error) {
+	if r == nil {
+		return &Configuration{}, nil
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading configuration: %w", pluginName, err)
+	}
+	var typeMeta metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &typeMeta); err != nil || typeMeta.GroupVersionKind().Group != admissionv1alpha1.GroupName {
+		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
+		return &Configuration{Upstream: bytes.NewReader(data)}, nil
+	}
+	obj, gvk, err := codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: decoding configuration: %w", pluginName, err)
+	}
+	cfg, ok := obj.(*admissionv1alpha1.WebhookDispatchConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("%s: configuration is %v, want %s", pluginName, gvk,
+			admissionv1alpha1.SchemeGroupVersion.WithKind("WebhookDispatchConfiguration"))
+	}
+	SetDefaults(cfg)
+	if errs := Validate(cfg); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: invalid configuration: %w", pluginName, errs.ToAggregate())
+	}
+	return newConfiguration(cfg)
+}
+
+func newConfiguration(cfg *admissionv1alpha1.WebhookDispatchConfiguration) (*Configuration, error) {
+	upstream, err := json.Marshal(map[string]string{
+		"apiVersion":         "apiserver.config.k8s.io/v1",
+		"kind":               "WebhookAdmissionConfiguration",
+		"kubeConfigFile":     cfg.KubeConfigFile,
+		"staticManifestsDir": cfg.StaticManifestsDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &Configuration{Upstream: bytes.NewReader(upstream)}
+	if b := cfg.CircuitBreaker; b != nil {
+		out.Breaker = &BreakerSettings{
+			FailureThreshold: int(*b.FailureThreshold),
+			InitialBackoff:   b.InitialBackoff.Duration,
+			MaxBackoff:       b.MaxBackoff.Duration,
+		}
+	}
+	if b := cfg.TimeBudget; b != nil {
+		out.Budget = &BudgetSettings{DeadlineMargin: b.DeadlineMargin.Duration}
+		if b.MaxDuration != nil {
+			out.Budget.MaxDuration = b.MaxDuration.Duration
+		}
+	}
+	return out, nil
+}
+
+// SetDefaults fills what a set circuitBreaker or timeBudget leaves out.
+func SetDefaults(cfg *admissionv1alpha1.WebhookDispatchConfiguration) {
+	if b := cfg.CircuitBreaker; b != nil {
+		if b.FailureThreshold == nil {
+			v := DefaultFailureThreshold
+			b.FailureThreshold = &v
+		}
+		if b.InitialBackoff == nil {
+			b.InitialBackoff = &metav1.Duration{Duration: DefaultInitialBackoff}
+		}
+		if b.MaxBackoff == nil {
+			b.MaxBackoff = &metav1.Duration{Duration: max(DefaultMaxBackoff, b.InitialBackoff.Duration)}
+		}
+	}
+	if b := cfg.TimeBudget; b != nil && b.DeadlineMargin == nil {
+		b.DeadlineMargin = &metav1.Duration{Duration: DefaultDeadlineMargin}
+	}
+}
+
+// Validate checks a defaulted configuration, naming each bad field.
+func Validate(cfg *admissionv1alpha1.WebhookDispatchConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	for _, p := range []struct {
+		path, value string
+	}{{"kubeConfigFile", cfg.KubeConfigFile}, {"staticManifestsDir", cfg.StaticManifestsDir}} {
+		if p.value != "" && !filepath.IsAbs(p.value) {
+			errs = append(errs, field.Invalid(field.NewPath(p.path), p.value, "must be an absolute path"))
+		}
+	}
+	if b := cfg.CircuitBreaker; b != nil {
+		path := field.NewPath("circuitBreaker")
+		if v := *b.FailureThreshold; v < 1 || v > maxFailureThreshold {
+			errs = append(errs, field.Invalid(path.Child("failureThreshold"), v, fmt.Sprintf("must be from 1 to %d", maxFailureThreshold)))
+		}
+		errs = append(errs, durationWithin(path.Child("initialBackoff"), b.InitialBackoff.Duration, minInitialBackoff, maxInitialBackoff)...)
+		errs = append(errs, durationWithin(path.Child("maxBackoff"), b.MaxBackoff.Duration, b.InitialBackoff.Duration, maxMaxBackoff)...)
+	}
+	if b := cfg.TimeBudget; b != nil {
+		path := field.NewPath("timeBudget")
+		errs = append(errs, durationWithin(path.Child("deadlineMargin"), b.DeadlineMargin.Duration, minDeadlineMargin, maxDeadlineMargin)...)
+		if b.MaxDuration != nil {
+			errs = append(errs, durationWithin(path.Child("maxDuration"), b.MaxDuration.Duration, minMaxDuration, maxMaxDuration)...)
+		}
+	}
+	return errs
+}
+
+func durationWithin(path *field.Path, d, low, high time.Duration) field.ErrorList {
+	if d < low || d > high {
+		return field.ErrorList{field.Invalid(path, d.String(), fmt.Sprintf("must be from %s to %s", low, high))}
+	}
+	return nil
+}
+
+// ExampleConfig is a sample entry configuration for either webhook plugin in
+// --admission-control-config-file: breakers and budget on, at their defaults. A
+// kubeConfigFile line, when webhooks need the server to authenticate, goes beside them.
+const ExampleConfig = `apiVersion: admission.portcullis.io/v1alpha1
+kind: WebhookDispatchConfiguration
+circuitBreaker:
+  failureThreshold: 5
+  initialBackoff: 1s
+  maxBackoff: 30s
+timeBudget:
+  deadlineMargin: 2s
+`

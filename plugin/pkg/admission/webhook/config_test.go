@@ -1,0 +1,133 @@
+package webhook
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		config      string
+		nilReader   bool
+		wantErr     []string
+		wantBreaker *BreakerSettings
+		wantBudget  *BudgetSettings
+		// wantUpstream is a fragment of what upstream's loader is handed; "" for nothing.
+		wantUpstream string
+	}{
+		{name: "no entry: stock", nilReader: true},
+		{
+			name:         "upstream's kind is handed over unchanged",
+			config:       "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml\n",
+			wantUpstream: "kind: WebhookAdmissionConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml",
+		},
+		{
+			name:         "ours, empty: stock behaviour",
+			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n",
+			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+		},
+		{
+			name:         "ours, kubeConfigFile carried to upstream",
+			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml\n",
+			wantUpstream: `"kubeConfigFile":"/etc/k/webhooks.yaml"`,
+		},
+		{
+			name:         "ours, defaults",
+			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
+			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
+			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
+			wantUpstream: `"apiVersion":"apiserver.config.k8s.io/v1"`,
+		},
+		{
+			name:         "ours, the example",
+			config:       ExampleConfig,
+			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
+			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
+			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+		},
+		{
+			name:         "ours, set",
+			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  failureThreshold: 2\n  initialBackoff: 200ms\n  maxBackoff: 5m\ntimeBudget:\n  deadlineMargin: 500ms\n  maxDuration: 15s\n",
+			wantBreaker:  &BreakerSettings{FailureThreshold: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Minute},
+			wantBudget:   &BudgetSettings{DeadlineMargin: 500 * time.Millisecond, MaxDuration: 15 * time.Second},
+			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+		},
+		{
+			name:         "a long initial backoff raises the default cap",
+			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 1m\n",
+			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Minute, MaxBackoff: time.Minute},
+			wantUpstream: `"kind"`,
+		},
+		{
+			name:    "unknown field, named",
+			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreakers: {}\n",
+			wantErr: []string{"TestPlugin", "circuitBreakers"},
+		},
+		{
+			name:    "unknown kind of ours",
+			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookConfigurationGuardConfiguration\n",
+			wantErr: []string{"TestPlugin", "want admission.portcullis.io/v1alpha1, Kind=WebhookDispatchConfiguration"},
+		},
+		{
+			name:    "bad values, each named",
+			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: relative.yaml\ncircuitBreaker:\n  failureThreshold: 0\n  initialBackoff: 1ms\n  maxBackoff: 2h\ntimeBudget:\n  deadlineMargin: 1m\n  maxDuration: 100ms\n",
+			wantErr: []string{"kubeConfigFile", "circuitBreaker.failureThreshold", "circuitBreaker.initialBackoff", "circuitBreaker.maxBackoff", "timeBudget.deadlineMargin", "timeBudget.maxDuration"},
+		},
+		{
+			name:    "max backoff below the initial",
+			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 10s\n  maxBackoff: 1s\n",
+			wantErr: []string{"circuitBreaker.maxBackoff", "must be from 10s"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r io.Reader
+			if !tc.nilReader {
+				r = strings.NewReader(tc.config)
+			}
+			cfg, err := LoadConfiguration("TestPlugin", r)
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not name %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalPtr(cfg.Breaker, tc.wantBreaker) {
+				t.Errorf("breaker = %+v, want %+v", cfg.Breaker, tc.wantBreaker)
+			}
+			if !equalPtr(cfg.Budget, tc.wantBudget) {
+				t.Errorf("budget = %+v, want %+v", cfg.Budget, tc.wantBudget)
+			}
+			if tc.wantUpstream == "" {
+				if cfg.Upstream != nil {
+					t.Errorf("upstream's loader is handed an entry; want none")
+				}
+				return
+			}
+			upstream, err := io.ReadAll(cfg.Upstream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(upstream), tc.wantUpstream) {
+				t.Errorf("upstream's loader is handed %q, want it to contain %q", upstream, tc.wantUpstream)
+			}
+		})
+	}
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -1,0 +1,297 @@
+package mutating
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
+	upstreamwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook"
+	webhookerrors "k8s.io/apiserver/pkg/admission/plugin/webhook/errors"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/klog/v2"
+
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+)
+
+// dispatcher calls the matching mutating webhooks one after another, as stock does.
+type dispatcher struct {
+	cm     *webhookutil.ClientManager
+	plugin *Plugin
+}
+
+var _ generic.Dispatcher = &dispatcher{}
+
+// versionedAttributes converts the request's attributes to the version each webhook asks
+// for, reusing one VersionedAttributes across webhooks so that a webhook's patch is what the
+// next one sees.
+type versionedAttributes struct {
+	attr    admission.Attributes
+	o       admission.ObjectInterfaces
+	current *admission.VersionedAttributes
+}
+
+var _ generic.VersionedAttributeAccessor = &versionedAttributes{}
+
+func (v *versionedAttributes) VersionedAttribute(gvk schema.GroupVersionKind) (*admission.VersionedAttributes, error) {
+	if v.current == nil {
+		va, err := admission.NewVersionedAttributes(v.attr, gvk, v.o)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		v.current = va
+		return va, nil
+	}
+	if err := admission.ConvertVersionedAttributes(v.current, gvk, v.o); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return v.current, nil
+}
+
+func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) error {
+	reinvocation := attr.GetReinvocationContext()
+	state, _ := reinvocation.Value(PluginName).(*reinvocationState)
+	if state == nil {
+		state = &reinvocationState{}
+		reinvocation.SetValue(PluginName, state)
+	}
+	if reinvocation.IsReinvoke() && state.outputChangedSinceLastCall(attr.GetObject()) {
+		// Plugins after us changed the object: every reinvocable webhook runs again.
+		state.requireReinvokingPreviouslyInvoked()
+	}
+	defer func() { state.setLastOutput(attr.GetObject()) }()
+
+	round := 0
+	if reinvocation.IsReinvoke() {
+		round = 1
+	}
+	v := &versionedAttributes{attr: attr, o: o}
+	budget := d.plugin.budget.For(ctx)
+	encoded := &webhook.EncodedObjects{}
+	start, called := time.Now(), false
+	defer func() {
+		if called {
+			d.plugin.metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
+		}
+	}()
+
+	for i, accessor := range hooks {
+		attrForCheck := attr
+		if v.current != nil {
+			attrForCheck = v.current
+		}
+		invocation, statusErr := d.plugin.ShouldCallHook(ctx, accessor, attrForCheck, o, v)
+		if statusErr != nil {
+			return statusErr
+		}
+		if invocation == nil {
+			continue
+		}
+		hook, ok := invocation.Webhook.GetMutatingWebhook()
+		if !ok {
+			return fmt.Errorf("mutating webhook dispatch requires v1.MutatingWebhook, but got %T", hook)
+		}
+		// A webhook skipped in the first round is not called for the first time on
+		// reinvocation, as stock has it.
+		if reinvocation.IsReinvoke() && !state.shouldReinvoke(invocation.Webhook.GetUID()) {
+			continue
+		}
+		versionedAttr, err := v.VersionedAttribute(invocation.Kind)
+		if err != nil {
+			return err
+		}
+
+		annotator := newAnnotator(versionedAttr, round, i, hook.Name, invocation.Webhook.GetConfigurationName())
+		policy := webhook.Policy(hook.FailurePolicy)
+		ignore := policy == string(admissionregistrationv1.Ignore)
+		t := time.Now()
+		changed := false
+		permit, timeout, cut, skipped := d.plugin.guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
+		if skipped != nil {
+			err = skipped
+		} else {
+			called = true
+			changed, err = d.call(ctx, hook, invocation, versionedAttr, annotator, o, encoded, timeout, cut, permit)
+			d.plugin.guard.CountCut(hook.Name, policy, err)
+		}
+		webhook.ObserveCall(ctx, hook.Name, stepType, versionedAttr, t, err, ignore, skipped != nil)
+
+		if changed {
+			// The object changed: earlier reinvocable webhooks must see it.
+			state.requireReinvokingPreviouslyInvoked()
+			reinvocation.SetShouldReinvoke()
+		}
+		if hook.ReinvocationPolicy != nil && *hook.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+			state.addPreviouslyInvoked(invocation.Webhook.GetUID())
+		}
+		if err == nil {
+			continue
+		}
+
+		var callErr *webhookutil.ErrCallingWebhook
+		if errors.As(err, &callErr) {
+			if !ignore {
+				klog.Warningf("Failed calling webhook, failing closed %v: %v", hook.Name, err)
+				return apierrors.NewInternalError(err)
+			}
+			switch {
+			case errors.Is(callErr.Reason, context.Canceled):
+				klog.Warningf("Context canceled when calling webhook %v", hook.Name)
+			case skipped != nil:
+				klog.V(2).Infof("Webhook %v not called, failing open: %v", hook.Name, callErr)
+				admissionmetrics.Metrics.ObserveWebhookFailOpen(ctx, hook.Name, stepType)
+				annotator.addFailedOpenAnnotation()
+				webhook.WarnSkipped(ctx, hook.Name, callErr)
+			default:
+				klog.Warningf("Failed calling webhook, failing open %v: %v", hook.Name, callErr)
+				admissionmetrics.Metrics.ObserveWebhookFailOpen(ctx, hook.Name, stepType)
+				annotator.addFailedOpenAnnotation()
+				webhook.WarnSkipped(ctx, hook.Name, callErr)
+				utilruntime.HandleError(callErr)
+			}
+			select {
+			case <-ctx.Done():
+				// The request itself is out of time: nothing more can be done for it.
+				return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
+			default:
+				continue
+			}
+		}
+		var rejection *webhookutil.ErrWebhookRejection
+		if errors.As(err, &rejection) {
+			return rejection.Status
+		}
+		return err
+	}
+
+	// Hand the webhooks' changes back to the request in its internal version.
+	if v.current != nil && v.current.VersionedObject.Object() != nil && v.current.Dirty {
+		return o.GetObjectConvertor().Convert(v.current.VersionedObject.Object(), v.current.Attributes.GetObject(), nil)
+	}
+	return nil
+}
+
+// call calls one webhook and applies its patch to attr. It reports whether the object
+// changed, and the call's outcome for the breaker.
+func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation, attr *admission.VersionedAttributes,
+	annotator *annotator, o admission.ObjectInterfaces, encoded *webhook.EncodedObjects, timeout time.Duration, cut *webhook.BudgetError, permit webhook.Permit) (changed bool, err error) {
+	defer func() { annotator.addMutationAnnotation(changed) }()
+	// Deferred, so that even a panic leaves the breaker an outcome.
+	outcome := webhook.Abandoned
+	defer func() { permit.Done(outcome, err) }()
+	c := &webhook.Call{
+		ClientManager: d.cm, Invocation: invocation, Attr: attr, Encoded: encoded,
+		Name: h.Name, SideEffects: h.SideEffects, Timeout: timeout, Budget: cut, Mutating: true,
+	}
+	result, outcome, err := c.Do(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !result.Allowed {
+		return false, &webhookutil.ErrWebhookRejection{Status: webhookerrors.ToStatusErr(h.Name, result.Result)}
+	}
+	if len(result.Patch) == 0 {
+		return false, nil
+	}
+	patch, err := jsonpatch.DecodePatch(result.Patch)
+	if err != nil {
+		outcome = webhook.Failed
+		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("received undecodable patch in webhook response: %w", err), Status: apierrors.NewServiceUnavailable("error decoding patch in webhook response")}
+	}
+	if len(patch) == 0 {
+		return false, nil
+	}
+	current := attr.VersionedObject.Object()
+	if current == nil {
+		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", h.Name))
+	}
+	if result.PatchType != admissionv1.PatchTypeJSONPatch {
+		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("unsupported patch type %q", result.PatchType), Status: webhookerrors.ToStatusErr(h.Name, result.Result)}
+	}
+	// The object's JSON is the one the request carried: no second serialization.
+	currentJSON, err := encoded.JSON(current)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	patchedJSON, err := patch.Apply(currentJSON)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	var patched runtime.Object
+	if _, ok := current.(*unstructured.Unstructured); ok {
+		// Custom resources have no Go type.
+		patched = &unstructured.Unstructured{}
+	} else if patched, err = o.GetObjectCreater().New(attr.VersionedKind); err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	serializer := json.NewSerializerWithOptions(json.DefaultMetaFactory, o.GetObjectCreater(), o.GetObjectTyper(), json.SerializerOptions{})
+	if patched, _, err = serializer.Decode(patchedJSON, nil, patched); err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	changed = !apiequality.Semantic.DeepEqual(current, patched)
+	annotator.addPatchAnnotation(patch)
+	// A new object, defaulted before anything serializes it: the cache keys on identity.
+	attr.UpdateObject(patched)
+	o.GetObjectDefaulter().Default(attr.VersionedObject.Object())
+	return changed, nil
+}
+
+// reinvocationState is what the plugin remembers across the two rounds of a request's
+// mutating admission (reinvocationPolicy IfNeeded).
+type reinvocationState struct {
+	// lastOutput is the object as the plugin last left it.
+	lastOutput runtime.Object
+	// previouslyInvoked are the reinvocable webhooks called since the object last changed.
+	previouslyInvoked sets.Set[string]
+	// toReinvoke are the webhooks the second round calls again.
+	toReinvoke sets.Set[string]
+}
+
+func (s *reinvocationState) outputChangedSinceLastCall(obj runtime.Object) bool {
+	return !apiequality.Semantic.DeepEqual(s.lastOutput, obj)
+}
+
+func (s *reinvocationState) setLastOutput(obj runtime.Object) {
+	if obj == nil {
+		s.lastOutput = nil
+		return
+	}
+	s.lastOutput = obj.DeepCopyObject()
+}
+
+func (s *reinvocationState) requireReinvokingPreviouslyInvoked() {
+	if len(s.previouslyInvoked) == 0 {
+		return
+	}
+	if s.toReinvoke == nil {
+		s.toReinvoke = sets.New[string]()
+	}
+	s.toReinvoke = s.toReinvoke.Union(s.previouslyInvoked)
+	s.previouslyInvoked = nil
+}
+
+func (s *reinvocationState) addPreviouslyInvoked(uid string) {
+	if s.previouslyInvoked == nil {
+		s.previouslyInvoked = sets.New[string]()
+	}
+	s.previouslyInvoked.Insert(uid)
+}
+
+func (s *reinvocationState) shouldReinvoke(uid string) bool {
+	return s.toReinvoke.Has(uid)
+}
