@@ -25,10 +25,11 @@ type Options struct {
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 
-	DropIn  DropInOptions
-	Policy  PolicyOptions
-	FanOut  FanOutOptions
-	Plugins PluginOptions
+	DropIn   DropInOptions
+	Policy   PolicyOptions
+	FanOut   FanOutOptions
+	Plugins  PluginOptions
+	Dispatch DispatchOptions
 }
 
 // LoadOptions size the pod-create load of one run.
@@ -69,6 +70,26 @@ type FanOutOptions struct {
 	Load        LoadOptions
 }
 
+// DispatchOptions size table 5: our webhook dispatch against stock's.
+type DispatchOptions struct {
+	// Webhooks are the numbers of immediate webhooks the overhead rows measure, each as
+	// validating and as mutating.
+	Webhooks []int
+	// Repetitions is how many times each overhead configuration is measured per server.
+	Repetitions int
+	// Load sizes each overhead run; one client, as in table 3.
+	Load LoadOptions
+	// DeadTimeoutSeconds is the dead webhook's timeoutSeconds; DeadCreates and
+	// StockDeadCreates are how many creates are timed through it on ours and on stock
+	// (where each takes the timeout).
+	DeadTimeoutSeconds            int32
+	DeadCreates, StockDeadCreates int
+	// SlowHold is how long the seven slow webhooks of the fast-deny case hold each call;
+	// SlowCreates are timed on each server.
+	SlowHold    time.Duration
+	SlowCreates int
+}
+
 // PluginOptions size table 4: the plugins' Go benchmarks.
 type PluginOptions struct {
 	// Count is go test's -count: how many times each benchmark runs.
@@ -99,6 +120,14 @@ func DefaultOptions() Options {
 			Load: LoadOptions{Creates: 100, WarmUp: 10, Clients: 1, Timeout: 5 * time.Minute},
 		},
 		Plugins: PluginOptions{Count: 5, BenchTime: "500ms"},
+		Dispatch: DispatchOptions{
+			Webhooks:    []int{1, 4, 8},
+			Repetitions: 3,
+			Load:        LoadOptions{Creates: 200, WarmUp: 10, Clients: 1, Timeout: 5 * time.Minute},
+			// A short timeout keeps stock's runs short; ours' figure does not depend on it.
+			DeadTimeoutSeconds: 2, DeadCreates: 200, StockDeadCreates: 5,
+			SlowHold: 5 * time.Second, SlowCreates: 3,
+		},
 	}
 }
 
@@ -146,5 +175,22 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("fan-out hold must be positive, got %s", o.FanOut.Hold))
 	}
 	positive("plugin benchmark count", o.Plugins.Count)
+	positive("dispatch repetitions", o.Dispatch.Repetitions)
+	load("dispatch", o.Dispatch.Load)
+	positive("dispatch dead-webhook creates", o.Dispatch.DeadCreates)
+	positive("dispatch stock dead-webhook creates", o.Dispatch.StockDeadCreates)
+	positive("dispatch dead-webhook timeoutSeconds", int(o.Dispatch.DeadTimeoutSeconds))
+	positive("dispatch fast-deny creates", o.Dispatch.SlowCreates)
+	if len(o.Dispatch.Webhooks) == 0 {
+		errs = append(errs, errors.New("dispatch needs at least one number of webhooks"))
+	}
+	for _, n := range o.Dispatch.Webhooks {
+		if n < 1 || n > maxWebhooksProbed {
+			errs = append(errs, fmt.Errorf("dispatch webhooks must be from 1 to %d, got %d", maxWebhooksProbed, n))
+		}
+	}
+	if o.Dispatch.SlowHold <= 0 {
+		errs = append(errs, fmt.Errorf("dispatch slow hold must be positive, got %s", o.Dispatch.SlowHold))
+	}
 	return errors.Join(errs...)
 }

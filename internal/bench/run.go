@@ -20,10 +20,11 @@ type Results struct {
 	LoadBefore, LoadAfter LoadAverage
 	Ours, Stock           Binary
 
-	DropIn  *DropInResult
-	Policy  *PolicyResult
-	FanOut  *FanOutResult
-	Plugins *PluginsResult
+	DropIn   *DropInResult
+	Policy   *PolicyResult
+	FanOut   *FanOutResult
+	Plugins  *PluginsResult
+	Dispatch *DispatchResult
 
 	// Disturbances say, per table, how much CPU other processes took while it ran.
 	Disturbances []Disturbance
@@ -42,7 +43,7 @@ func (e *environment) progressf(format string, args ...any) {
 	fmt.Fprintf(e.progress, "[%6s] %s\n", time.Since(e.started).Round(time.Second), fmt.Sprintf(format, args...))
 }
 
-// Run measures the four tables, one after the other, so that no table's load disturbs
+// Run measures the five tables, one after the other, so that no table's load disturbs
 // another's. It stops every process it started before returning, on success or not.
 func Run(ctx context.Context, opts Options) (*Results, error) {
 	if err := opts.Validate(); err != nil {
@@ -109,6 +110,13 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	env.progressf("table 4: the plugins' Go benchmarks")
 	if err := measure("table 4, plugin benchmarks", func() (err error) {
 		results.Plugins, err = runPluginBenchmarks(ctx, env, opts.Plugins)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	env.progressf("table 5: webhook dispatch, ours against stock, %d repetitions", opts.Dispatch.Repetitions)
+	if err := measure("table 5, webhook dispatch", func() (err error) {
+		results.Dispatch, err = runDispatch(ctx, env, opts.Dispatch)
 		return err
 	}); err != nil {
 		return nil, err

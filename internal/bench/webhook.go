@@ -27,6 +27,11 @@ const (
 	securityContextDenyPath = "/securitycontextdeny"
 	// holdPathPrefix serves webhooks that hold every request, then allow it unchanged.
 	holdPathPrefix = "/hold/"
+	// immediatePathPrefix serves webhooks that answer at once: validating ones allow,
+	// mutating ones add an annotation of their own, so that every call changes the object.
+	immediatePathPrefix = "/immediate/"
+	// denyPath serves a webhook that denies at once.
+	denyPath = "/deny"
 	// policyMarker is in every refusal of the policies the harness installs, so a probe
 	// can tell their refusals from anything else.
 	policyMarker = "bench-securitycontextdeny"
@@ -82,6 +87,8 @@ func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) 
 	mux := http.NewServeMux()
 	mux.HandleFunc(securityContextDenyPath, s.serveSecurityContextDeny)
 	mux.HandleFunc(holdPathPrefix, s.serveHold)
+	mux.HandleFunc(immediatePathPrefix, s.serveImmediate)
+	mux.HandleFunc(denyPath, s.serveDeny)
 	s.server = &http.Server{
 		Handler:           mux,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
@@ -131,6 +138,52 @@ func (s *webhookServer) serveHold(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeReview(w, &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true})
+}
+
+// immediatePath is the path of the i-th immediate webhook of a kind.
+func immediatePath(kind string, i int) string {
+	return fmt.Sprintf("%s%s/%d", immediatePathPrefix, kind, i)
+}
+
+// serveImmediate answers at once; under the mutating kind's paths with a patch adding the
+// annotation bench.portcullis.dev/<path's index>.
+func (s *webhookServer) serveImmediate(w http.ResponseWriter, r *http.Request) {
+	review, ok := readReview(w, r)
+	if !ok {
+		return
+	}
+	s.count(r.URL.Path)
+	response := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	if strings.HasPrefix(r.URL.Path, immediatePathPrefix+mutatingKind+"/") {
+		var pod struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(review.Request.Object.Raw, &pod); err != nil {
+			http.Error(w, "decoding the pod: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		key := "bench.portcullis.dev~1" + strings.TrimPrefix(r.URL.Path, immediatePathPrefix+mutatingKind+"/")
+		patch := fmt.Sprintf(`[{"op":"add","path":"/metadata/annotations/%s","value":"x"}]`, key)
+		if pod.Metadata.Annotations == nil {
+			patch = fmt.Sprintf(`[{"op":"add","path":"/metadata/annotations","value":{}},{"op":"add","path":"/metadata/annotations/%s","value":"x"}]`, key)
+		}
+		patchType := admissionv1.PatchTypeJSONPatch
+		response.Patch, response.PatchType = []byte(patch), &patchType
+	}
+	writeReview(w, response)
+}
+
+// serveDeny denies at once.
+func (s *webhookServer) serveDeny(w http.ResponseWriter, r *http.Request) {
+	review, ok := readReview(w, r)
+	if !ok {
+		return
+	}
+	s.count(r.URL.Path)
+	writeReview(w, &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false,
+		Result: &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "bench: denied at once"}})
 }
 
 // serveSecurityContextDeny refuses what the SecurityContextDeny plugin refuses.

@@ -2,8 +2,10 @@ package admission
 
 import (
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -122,8 +124,10 @@ func TestEachPluginOfOursSitsAtItsAnchor(t *testing.T) {
 	}
 }
 
+// isOurs says whether name's plugin is ours: one we add, or one we replace upstream's with.
 func isOurs(name string) bool {
-	return slices.ContainsFunc(Plugins(), func(p Plugin) bool { return p.Name == name })
+	return slices.ContainsFunc(Plugins(), func(p Plugin) bool { return p.Name == name }) ||
+		slices.ContainsFunc(Replacements(), func(r Replacement) bool { return r.Name == name })
 }
 
 func TestDefaultsMatchStock(t *testing.T) {
@@ -271,4 +275,63 @@ func defaultOn(order []string, defaultOff sets.Set[string]) []string {
 		}
 	}
 	return on
+}
+
+// TestReplacementsTakeUpstreamNames holds the replaced plugins to stock's names, place and
+// default, and checks that the name now builds our plugin, configured by either kind.
+func TestReplacementsTakeUpstreamNames(t *testing.T) {
+	opts := installed(t).GenericAdmission
+	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
+	want := sets.New(stock.Plugins.Registered()...)
+	for _, p := range Plugins() {
+		want.Insert(p.Name)
+	}
+	if diff := cmp.Diff(sets.List(want), opts.Plugins.Registered()); diff != "" {
+		t.Errorf("registered plugins differ from stock's plus ours (-want +got):\n%s", diff)
+	}
+	configs := map[string]string{
+		"none":            "",
+		"upstream's kind": "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n",
+		"our kind":        "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
+	}
+	for _, r := range Replacements() {
+		if !slices.Contains(stock.RecommendedPluginOrder, r.Name) || stock.DefaultOffPlugins.Has(r.Name) {
+			t.Errorf("%s is not a default-on plugin of stock's order", r.Name)
+		}
+		if slices.Index(opts.RecommendedPluginOrder, r.Name) < 0 || opts.DefaultOffPlugins.Has(r.Name) {
+			t.Errorf("%s lost its place or default in our order", r.Name)
+		}
+		for name, config := range configs {
+			t.Run(r.Name+"/"+name, func(t *testing.T) {
+				var reader io.Reader
+				if config != "" {
+					reader = strings.NewReader(config)
+				}
+				plugin, err := opts.Plugins.InitPlugin(r.Name, reader, fakeInitializers(t))
+				if err != nil {
+					t.Fatalf("building %s: %v", r.Name, err)
+				}
+				if pkg := reflect.TypeOf(plugin).Elem().PkgPath(); !strings.HasPrefix(pkg, "github.com/portcullis-k8s/portcullis/") {
+					t.Errorf("%s builds %s's plugin, want ours", r.Name, pkg)
+				}
+				_, mutates := plugin.(genericadmission.MutationInterface)
+				_, validates := plugin.(genericadmission.ValidationInterface)
+				if mutates != r.Phase.Mutates() || validates != r.Phase.Validates() {
+					t.Errorf("%s implements mutating=%v validating=%v, want %q", r.Name, mutates, validates, r.Phase)
+				}
+			})
+		}
+	}
+}
+
+func TestReplaceRefusesWhatIsNotUpstreams(t *testing.T) {
+	opts := kubeoptions.NewAdmissionOptions().GenericAdmission
+	err := replace(opts, []Replacement{{Name: "NoSuchPlugin", Register: func(*genericadmission.Plugins) {}}})
+	if err == nil || !strings.Contains(err.Error(), "NoSuchPlugin") {
+		t.Fatalf("replacing a plugin upstream does not have: %v, want an error naming it", err)
+	}
+	err = replace(opts, []Replacement{{Name: "LimitRanger", Register: func(*genericadmission.Plugins) {}}})
+	if err == nil || !strings.Contains(err.Error(), "LimitRanger") {
+		t.Fatalf("replacing a plugin this registry registers itself: %v, want an error naming it", err)
+	}
 }

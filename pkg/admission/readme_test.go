@@ -48,4 +48,9 @@ func TestREADMEPluginTable(t *testing.T) {
 			t.Errorf("README gives %s the phase %q, the registry %q", p.Name, phases[p.Name], p.Phase)
 		}
 	}
+	for _, r := range Replacements() {
+		if phases[r.Name] != string(r.Phase) {
+			t.Errorf("README gives %s the phase %q, the registry %q", r.Name, phases[r.Name], r.Phase)
+		}
+	}
 }

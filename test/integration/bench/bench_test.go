@@ -21,6 +21,9 @@ import (
 // fanOutWebhooks are the fan-out sizes the smoke test runs: enough to have more than one.
 var fanOutWebhooks = []int{1, 2}
 
+// dispatchWebhooks are the dispatch comparison's sizes in the smoke test.
+var dispatchWebhooks = []int{2}
+
 func TestHarness(t *testing.T) {
 	bins := framework.FindBinaries(t)
 	goTool, err := exec.LookPath("go")
@@ -38,6 +41,10 @@ func TestHarness(t *testing.T) {
 		Policy:   bench.PolicyOptions{Repetitions: 1, Load: tiny},
 		FanOut:   bench.FanOutOptions{Webhooks: fanOutWebhooks, Hold: 20 * time.Millisecond, Repetitions: 1, Load: tiny},
 		Plugins:  bench.PluginOptions{Count: 1, BenchTime: "10x"},
+		Dispatch: bench.DispatchOptions{
+			Webhooks: dispatchWebhooks, Repetitions: 1, Load: bench.LoadOptions{Creates: 6, WarmUp: 2, Clients: 1, Timeout: 2 * time.Minute},
+			DeadTimeoutSeconds: 1, DeadCreates: 3, StockDeadCreates: 1, SlowHold: time.Second, SlowCreates: 1,
+		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -103,6 +110,32 @@ func TestHarness(t *testing.T) {
 		}
 	})
 
+	t.Run("dispatch runs", func(t *testing.T) {
+		d := results.Dispatch
+		for _, server := range []string{"ours", "stock"} {
+			configs := d.Overhead[server]
+			if len(configs) != 1+2*len(dispatchWebhooks) {
+				t.Fatalf("%s: %d overhead configurations, want %d", server, len(configs), 1+2*len(dispatchWebhooks))
+			}
+			for _, c := range configs {
+				if len(c.Runs) != 1 {
+					t.Errorf("%s, %d %s: %d runs, want 1", server, c.Webhooks, c.Kind, len(c.Runs))
+					continue
+				}
+				checkLoad(t, server+" "+c.Kind, c.Runs[0], d.Options.Load)
+			}
+			want := map[string]int{"dead": d.Options.DeadCreates, "fast deny": d.Options.SlowCreates}
+			if server == "stock" {
+				want["dead"] = d.Options.StockDeadCreates
+			}
+			for what, l := range map[string]*bench.Latencies{"dead": d.Dead[server], "fast deny": d.FastDeny[server]} {
+				if l == nil || l.Count() != want[what] {
+					t.Errorf("%s, %s: %v latencies, want %d", server, what, l, want[what])
+				}
+			}
+		}
+	})
+
 	t.Run("every plugin of ours has an ignored and a checked benchmark", func(t *testing.T) {
 		p := results.Plugins
 		var registry []string
@@ -151,6 +184,7 @@ func TestHarness(t *testing.T) {
 			{bench.HeadingPolicy, 7, 4},
 			{bench.HeadingFanOut, 8, 1 + 2*len(fanOutWebhooks)},
 			{bench.HeadingPlugins, 8, pluginRows},
+			{bench.HeadingDispatch, 6, 2 * len(dispatchWebhooks)},
 		} {
 			header, rows, err := tableAfter(text, table.heading)
 			if err != nil {

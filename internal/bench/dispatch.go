@@ -1,0 +1,423 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// DispatchResult is table 5: our webhook dispatch against stock's, the same webhooks and
+// load on both binaries.
+type DispatchResult struct {
+	Options DispatchOptions
+	// Overhead are the immediate-webhook runs: [server][config] with config 0 the baseline
+	// and then, per Options.Webhooks, validating then mutating; one run per repetition.
+	Overhead map[string][]DispatchConfigRuns
+	// Dead are the create latencies through one unreachable Ignore webhook; DeadBaseline
+	// without it, on the same server.
+	Dead, DeadBaseline map[string]*Latencies
+	// FastDeny are the latencies of creates one webhook denies at once while seven hold.
+	FastDeny map[string]*Latencies
+}
+
+// DispatchConfigRuns are one configuration's runs on one server.
+type DispatchConfigRuns struct {
+	Kind     string // "" for the baseline
+	Webhooks int
+	Runs     []LoadRun
+}
+
+// The two servers of table 5.
+const (
+	oursServer  = "ours"
+	stockServer = "stock"
+)
+
+const dispatchNamespace = "bench-dispatch"
+
+// dispatchConfig is the admission configuration our server runs with in table 5: our
+// dispatch with breakers and budget on, at their documented defaults.
+const dispatchConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: WebhookDispatchConfiguration
+    circuitBreaker: {}
+    timeBudget: {}
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: WebhookDispatchConfiguration
+    circuitBreaker: {}
+    timeBudget: {}
+`
+
+// runDispatch measures, on our binary and stock's (one etcd, two prefixes):
+//   - the overhead per webhook of N webhooks that answer at once (mutating ones each add an
+//     annotation, so the object changes at every step);
+//   - the latency of creates through one Ignore webhook whose endpoint accepts connections
+//     and never answers: ours once its breaker is open, stock paying the timeout;
+//   - creates one validating webhook denies at once while seven others hold every call.
+func runDispatch(ctx context.Context, env *environment, opts DispatchOptions) (result *DispatchResult, err error) {
+	dir := filepath.Join(env.workDir, "dispatch")
+	etcd, err := startEtcd(ctx, env.etcdBinary, filepath.Join(dir, "etcd"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, etcd.stop()) }()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	configFile := filepath.Join(dir, "admission-config.yaml")
+	if err := os.WriteFile(configFile, []byte(dispatchConfig), 0o600); err != nil {
+		return nil, err
+	}
+	servers := map[string]*apiServer{}
+	for _, s := range []struct{ name, binary string }{{oursServer, env.oursBinary}, {stockServer, env.stockBinary}} {
+		flags := []string{"--etcd-prefix=/" + s.name}
+		if s.name == oursServer {
+			flags = append(flags, "--admission-control-config-file="+configFile)
+		}
+		server, err := startAPIServer(ctx, s.binary, env.pki, filepath.Join(dir, s.name), etcd.clientURL, flags...)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, server.stop()) }()
+		if err := loadNamespace(ctx, server.client, dispatchNamespace); err != nil {
+			return nil, err
+		}
+		servers[s.name] = server
+	}
+	webhooks, err := startWebhookServer(filepath.Join(dir, "webhook"), opts.SlowHold)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, webhooks.close()) }()
+	blackhole, err := startBlackhole()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, blackhole.close()) }()
+
+	result = &DispatchResult{Options: opts, Overhead: map[string][]DispatchConfigRuns{},
+		Dead: map[string]*Latencies{}, DeadBaseline: map[string]*Latencies{}, FastDeny: map[string]*Latencies{}}
+	if err := measureOverhead(ctx, env, servers, webhooks, opts, result); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{oursServer, stockServer} {
+		if err := measureDead(ctx, env, name, servers[name], blackhole, opts, result); err != nil {
+			return nil, fmt.Errorf("dead webhook, %s: %w", name, err)
+		}
+		if err := measureFastDeny(ctx, env, name, servers[name], webhooks, opts, result); err != nil {
+			return nil, fmt.Errorf("fast deny among slow webhooks, %s: %w", name, err)
+		}
+	}
+	return result, nil
+}
+
+// measureOverhead runs each configuration on both servers, repetition by repetition, the
+// configurations in a rotating order and the servers alternating which goes first.
+func measureOverhead(ctx context.Context, env *environment, servers map[string]*apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) error {
+	type configuration struct {
+		kind     string
+		webhooks int
+	}
+	configs := []configuration{{}}
+	for _, n := range opts.Webhooks {
+		configs = append(configs, configuration{validatingKind, n}, configuration{mutatingKind, n})
+	}
+	clients := map[string][]kubernetes.Interface{}
+	for name, server := range servers {
+		c, err := loadClients(server.config, opts.Load.Clients)
+		if err != nil {
+			return err
+		}
+		clients[name] = c
+		runs := make([]DispatchConfigRuns, len(configs))
+		for i, c := range configs {
+			runs[i] = DispatchConfigRuns{Kind: c.kind, Webhooks: c.webhooks}
+		}
+		result.Overhead[name] = runs
+	}
+	order := []string{oursServer, stockServer}
+	for rep := range opts.Repetitions {
+		for k := range configs {
+			i := (rep + k) % len(configs)
+			c := configs[i]
+			for s := range order {
+				name := order[(rep+k+s)%len(order)]
+				server := servers[name]
+				label := "no webhooks"
+				var remove func(context.Context) error
+				if c.kind != "" {
+					label = fmt.Sprintf("%d %s", c.webhooks, c.kind)
+					var err error
+					if remove, err = installImmediate(ctx, server, webhooks, c.kind, c.webhooks); err != nil {
+						return fmt.Errorf("%s: registering %s webhooks: %w", name, label, err)
+					}
+				}
+				run, err := timedCreatesThenDelete(ctx, clients[name], dispatchNamespace, fmt.Sprintf("overhead-%d-rep-%d", i, rep+1), opts.Load)
+				if err != nil {
+					return fmt.Errorf("%s, %s, repetition %d: %w", name, label, rep+1, err)
+				}
+				if remove != nil {
+					if err := remove(ctx); err != nil {
+						return fmt.Errorf("%s: removing %s webhooks: %w", name, label, err)
+					}
+				}
+				env.progressf("dispatch repetition %d/%d, %s, %s: p50 %s", rep+1, opts.Repetitions, name, label, run.P50().Round(time.Microsecond))
+				result.Overhead[name][i].Runs = append(result.Overhead[name][i].Runs, run)
+			}
+		}
+	}
+	return nil
+}
+
+// installImmediate registers n webhooks of kind that answer at once and waits until a
+// create reaches all of them; the returned function removes them and waits until none is
+// reached.
+func installImmediate(ctx context.Context, server *apiServer, webhooks *webhookServer, kind string, n int) (func(context.Context) error, error) {
+	api := server.client.AdmissionregistrationV1()
+	var remove func(context.Context) error
+	if kind == validatingKind {
+		config := immediateValidatingWebhooks(webhooks, n)
+		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		remove = func(ctx context.Context) error {
+			return api.ValidatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{})
+		}
+	} else {
+		config := immediateMutatingWebhooks(webhooks, n)
+		if _, err := api.MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		remove = func(ctx context.Context) error {
+			return api.MutatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{})
+		}
+	}
+	if err := waitForCalls(ctx, server, webhooks, immediatePath(kind, n-1), true); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		if err := remove(ctx); err != nil {
+			return err
+		}
+		return waitForCalls(ctx, server, webhooks, immediatePath(kind, n-1), false)
+	}, nil
+}
+
+// waitForCalls waits until a dry-run create reaches path (reached) or does not.
+func waitForCalls(ctx context.Context, server *apiServer, webhooks *webhookServer, path string, reached bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		before := webhooks.callCount(path)
+		if err := dryRunCreate(ctx, server.client, dispatchNamespace, benchPod("probe")); err != nil {
+			return false, fmt.Errorf("probing the webhooks: %w", err)
+		}
+		return (webhooks.callCount(path) > before) == reached, nil
+	})
+	if err != nil {
+		return fmt.Errorf("a create reaching %s (%t) within %s: %w", path, reached, policyApplyTimeout, err)
+	}
+	return nil
+}
+
+// measureDead times creates through one Ignore mutating webhook whose endpoint never
+// answers, after creates without it.
+func measureDead(ctx context.Context, env *environment, name string, server *apiServer, blackhole *blackhole, opts DispatchOptions, result *DispatchResult) (err error) {
+	client := server.client
+	creates := opts.DeadCreates
+	if name == stockServer {
+		creates = opts.StockDeadCreates
+	}
+	baseline, err := timeCreates(ctx, client, fmt.Sprintf("dead-baseline-%s", name), creates, false)
+	if err != nil {
+		return err
+	}
+	result.DeadBaseline[name] = baseline
+	config := deadWebhook(blackhole, opts.DeadTimeoutSeconds)
+	api := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if _, err := api.Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, api.Delete(context.WithoutCancel(ctx), config.Name, metav1.DeleteOptions{}))
+	}()
+	// In force once a create waits for it; on ours, the failed calls that follow open the
+	// breaker (threshold calls, each its timeout).
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		before := blackhole.accepted()
+		if _, err := timeCreates(ctx, client, "dead-probe", 1, false); err != nil {
+			return false, err
+		}
+		return blackhole.accepted() > before, nil
+	}); err != nil {
+		return fmt.Errorf("the dead webhook was never called: %w", err)
+	}
+	if name == oursServer {
+		for i := 0; i < 10; i++ {
+			if _, err := timeCreates(ctx, client, "dead-open", 1, false); err != nil {
+				return err
+			}
+		}
+	}
+	env.progressf("dispatch, %s: %d creates through a dead webhook (timeoutSeconds %d)", name, creates, opts.DeadTimeoutSeconds)
+	dead, err := timeCreates(ctx, client, fmt.Sprintf("dead-%s", name), creates, false)
+	if err != nil {
+		return err
+	}
+	result.Dead[name] = dead
+	return deleteLoadPods(ctx, client, dispatchNamespace)
+}
+
+// measureFastDeny times creates that one validating webhook denies at once while seven
+// others hold every call for the webhook server's hold.
+func measureFastDeny(ctx context.Context, env *environment, name string, server *apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) (err error) {
+	config := fastDenyWebhooks(webhooks)
+	api := server.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if _, err := api.Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, api.Delete(context.WithoutCancel(ctx), config.Name, metav1.DeleteOptions{}))
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		before := webhooks.callCount(denyPath)
+		_ = dryRunCreate(ctx, server.client, dispatchNamespace, benchPod("probe"))
+		return webhooks.callCount(denyPath) > before, nil
+	}); err != nil {
+		return fmt.Errorf("the denying webhook was never called: %w", err)
+	}
+	env.progressf("dispatch, %s: %d creates denied among %d webhooks holding %s", name, opts.SlowCreates, slowWebhooks, opts.SlowHold)
+	denied, err := timeCreates(ctx, server.client, "fast-deny", opts.SlowCreates, true)
+	if err != nil {
+		return err
+	}
+	result.FastDeny[name] = denied
+	return nil
+}
+
+// timeCreates sends n creates, one after another, and returns their latencies; each must
+// succeed, or be refused when refused is set.
+func timeCreates(ctx context.Context, client kubernetes.Interface, prefix string, n int, refused bool) (*Latencies, error) {
+	var samples []time.Duration
+	for i := range n {
+		start := time.Now()
+		_, err := client.CoreV1().Pods(dispatchNamespace).Create(ctx, benchPod(fmt.Sprintf("%s-%d-%d", prefix, i, start.UnixNano())), metav1.CreateOptions{})
+		samples = append(samples, time.Since(start))
+		if refused != (err != nil) {
+			return nil, fmt.Errorf("create %d of %d: refused %t, want %t (error: %v)", i+1, n, err != nil, refused, err)
+		}
+	}
+	return newLatencies(samples), nil
+}
+
+// slowWebhooks is how many webhooks hold every call in the fast-deny case.
+const slowWebhooks = 7
+
+func fastDenyWebhooks(server *webhookServer) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	config := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-fast-deny"}}
+	for i := range slowWebhooks {
+		config.Webhooks = append(config.Webhooks, validatingWebhook(fmt.Sprintf("slow-%d.bench.portcullis.dev", i),
+			server.clientConfig(holdPath("slow", i)), podCreateRules()))
+	}
+	config.Webhooks = append(config.Webhooks, validatingWebhook("deny.bench.portcullis.dev", server.clientConfig(denyPath), podCreateRules()))
+	return config
+}
+
+func immediateValidatingWebhooks(server *webhookServer, n int) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	config := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-immediate-validating-%d", n)}}
+	for i := range n {
+		config.Webhooks = append(config.Webhooks, validatingWebhook(fmt.Sprintf("immediate-%d.validating.bench.portcullis.dev", i),
+			server.clientConfig(immediatePath(validatingKind, i)), podCreateRules()))
+	}
+	return config
+}
+
+func immediateMutatingWebhooks(server *webhookServer, n int) *admissionregistrationv1.MutatingWebhookConfiguration {
+	config := holdMutatingWebhooks(server, n)
+	config.Name = fmt.Sprintf("bench-immediate-mutating-%d", n)
+	for i := range config.Webhooks {
+		config.Webhooks[i].Name = fmt.Sprintf("immediate-%d.mutating.bench.portcullis.dev", i)
+		config.Webhooks[i].ClientConfig = server.clientConfig(immediatePath(mutatingKind, i))
+	}
+	return config
+}
+
+// deadWebhook is one Ignore mutating webhook for pod creates at an endpoint that never
+// answers.
+func deadWebhook(b *blackhole, timeoutSeconds int32) *admissionregistrationv1.MutatingWebhookConfiguration {
+	config := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-dead"}}
+	ignore := admissionregistrationv1.Ignore
+	none := admissionregistrationv1.SideEffectClassNone
+	url := "https://" + b.addr + "/dead"
+	config.Webhooks = []admissionregistrationv1.MutatingWebhook{{
+		Name:                    "dead.bench.portcullis.dev",
+		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url},
+		Rules:                   podCreateRules(),
+		FailurePolicy:           &ignore,
+		SideEffects:             &none,
+		TimeoutSeconds:          &timeoutSeconds,
+		AdmissionReviewVersions: []string{"v1"},
+	}}
+	return config
+}
+
+// blackhole accepts TCP connections on 127.0.0.1 and never answers on them: a webhook whose
+// pods are gone behind a proxy that still accepts, or a hung server.
+type blackhole struct {
+	addr     string
+	listener net.Listener
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startBlackhole() (*blackhole, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b := &blackhole{addr: listener.Addr().String(), listener: listener}
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.conns = append(b.conns, conn)
+			b.mu.Unlock()
+		}
+	}()
+	return b, nil
+}
+
+// accepted is how many connections the blackhole has taken.
+func (b *blackhole) accepted() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.conns)
+}
+
+func (b *blackhole) close() error {
+	err := b.listener.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.conns {
+		_ = c.Close()
+	}
+	return err
+}
