@@ -34,6 +34,8 @@ type call struct {
 	PeerCertificates []*x509.Certificate
 	// ServerName is the TLS server name (SNI) the apiserver asked for.
 	ServerName string
+	// Body is the request's body as the apiserver sent it.
+	Body []byte
 }
 
 // reviewFunc answers one admission review. The server fills in the response's UID.
@@ -71,6 +73,16 @@ type serverOptions struct {
 // startWebhookServer serves on a fresh port of 127.0.0.1 until the test ends.
 func startWebhookServer(t *testing.T, dir string, opts serverOptions) *webhookServer {
 	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveWebhooks(t, dir, opts, listener)
+}
+
+// serveWebhooks serves on listener, which must be on 127.0.0.1, until the test ends.
+func serveWebhooks(t *testing.T, dir string, opts serverOptions, listener net.Listener) *webhookServer {
+	t.Helper()
 	pair, err := opts.ca.ServingCert(dir, opts.certName, []net.IP{net.IPv4(127, 0, 0, 1)}, opts.dnsNames)
 	if err != nil {
 		t.Fatalf("writing the serving certificate %s: %v", opts.certName, err)
@@ -87,10 +99,6 @@ func startWebhookServer(t *testing.T, dir string, opts serverOptions) *webhookSe
 	if opts.clientCAs != nil {
 		tlsConfig.ClientCAs = opts.clientCAs
 		tlsConfig.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
 	s := &webhookServer{
 		URL:      "https://" + listener.Addr().String(),
@@ -171,7 +179,7 @@ func readReview(r *http.Request) (*call, error) {
 	if err := json.Unmarshal(body, &typeMeta); err != nil {
 		return nil, fmt.Errorf("decoding the review: %w", err)
 	}
-	c := &call{APIVersion: typeMeta.APIVersion, Header: r.Header.Clone()}
+	c := &call{APIVersion: typeMeta.APIVersion, Header: r.Header.Clone(), Body: body}
 	if r.TLS != nil {
 		c.PeerCertificates = r.TLS.PeerCertificates
 		c.ServerName = r.TLS.ServerName

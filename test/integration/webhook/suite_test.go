@@ -2,7 +2,10 @@
 // the Kubernetes "Dynamic Admission Control" documentation describes, proven against
 // Portcullis's kube-apiserver and a real etcd, with HTTPS webhook servers written here that
 // have their own CA and serve on 127.0.0.1 only. docs/webhooks.md maps each behaviour to its
-// subtest.
+// subtest. The suite runs twice: under upstream's configuration of the webhook plugins, and
+// with Portcullis's circuit breakers and time budget turned on. TestPortcullisDispatch
+// (portcullis_dispatch_test.go) proves what the breakers, the budget, early exit and the
+// once-per-change serialization add.
 package webhook
 
 import (
@@ -41,6 +44,8 @@ const (
 // env is what every case shares: one etcd, the servers, and the webhook servers.
 type env struct {
 	dir string
+	// etcdPrefix is prepended to each server's name to make its etcd prefix.
+	etcdPrefix string
 	// ca signs every webhook server's certificate and the apiserver's webhook client
 	// certificate; otherCA signs the certificate no configuration trusts.
 	ca, otherCA *pki.CA
@@ -55,12 +60,14 @@ type env struct {
 	// tokenAuthUnlisted is not named there, so it receives no token.
 	tokenAuth, tokenAuthUnlisted *webhookServer
 
-	// main runs with the documented recommended plugin set in --enable-admission-plugins;
-	// most cases run on it.
+	// main runs with the documented recommended plugin set in --enable-admission-plugins
+	// (and, under a variant with dispatch settings, an admission configuration file giving
+	// both webhook plugins those settings); most cases run on it.
 	main *cluster
 	// configured runs with the deprecated --admission-control form of the same set, an audit
 	// log, an admission configuration file whose kubeconfig authenticates the apiserver to
-	// webhooks, and --enable-aggregator-routing=true.
+	// webhooks (in upstream's kind, or in Portcullis's with the variant's dispatch
+	// settings), and --enable-aggregator-routing=true.
 	configured *cluster
 }
 
@@ -77,22 +84,69 @@ type cluster struct {
 	auditLog string
 }
 
-// TestWebhooks starts one etcd, two servers and the webhook servers, then runs one subtest
-// per documented behaviour. Cases run one after another; each deletes its configurations
-// when it ends.
+// suiteVariant is one configuration of the webhook plugins the whole suite runs under.
+type suiteVariant struct {
+	name string
+	// id prefixes the servers' etcd prefixes, so the variants share one etcd and nothing else.
+	id string
+	// dispatch, when set, are the settings of Portcullis's WebhookDispatchConfiguration
+	// (circuitBreaker, timeBudget) that both servers' webhook plugins run with; unset, the
+	// servers run upstream's configuration as stock would.
+	dispatch string
+}
+
+// suiteDispatch are realistic settings: the documented defaults' threshold and margin, with
+// short backoffs so that a breaker a case opened would be probed, and closed, at once.
+const suiteDispatch = `circuitBreaker:
+  failureThreshold: 5
+  initialBackoff: 100ms
+  maxBackoff: 1s
+timeBudget:
+  deadlineMargin: 2s
+`
+
+var suiteVariants = []suiteVariant{
+	{name: "upstream configuration"},
+	{name: "breaker and budget", id: "breaker-budget", dispatch: suiteDispatch},
+}
+
+// TestWebhooks starts one etcd, then runs the whole suite once per variant: every
+// documented behaviour must hold under upstream's configuration of the webhook plugins and
+// under Portcullis's with circuit breakers and the time budget on.
 func TestWebhooks(t *testing.T) {
 	bins := framework.FindBinaries(t)
-	e := newEnv(t)
 	etcd := framework.StartEtcd(t, bins.Etcd)
+	for _, v := range suiteVariants {
+		t.Run(v.name, func(t *testing.T) { runSuite(t, bins, etcd, v) })
+	}
+}
 
-	e.main = startCluster(t, e, "main", bins.APIServer, etcd,
-		"--enable-admission-plugins="+strings.Join(recommendedPlugins, ","))
+// runSuite starts the variant's two servers and the webhook servers, then runs one subtest
+// per documented behaviour. Cases run one after another; each deletes its configurations
+// when it ends. The servers stop when the variant ends.
+func runSuite(t *testing.T, bins framework.Binaries, etcd *framework.Etcd, v suiteVariant) {
+	e := newEnv(t)
+	if v.id != "" {
+		e.etcdPrefix = v.id + "-"
+	}
+
+	mainFlags := []string{"--enable-admission-plugins=" + strings.Join(recommendedPlugins, ",")}
+	if v.dispatch != "" {
+		mainFlags = append(mainFlags, "--admission-control-config-file="+
+			writeAdmissionConfig(t, filepath.Join(e.dir, "main"), dispatchEntry("", v.dispatch)))
+	}
+	e.main = startCluster(t, e, "main", bins.APIServer, etcd, mainFlags...)
 
 	configuredDir := filepath.Join(e.dir, "configured")
+	kubeconfig := writeWebhookKubeconfig(t, e, configuredDir)
+	entry := upstreamEntry(kubeconfig)
+	if v.dispatch != "" {
+		entry = dispatchEntry(kubeconfig, v.dispatch)
+	}
 	auditLog := filepath.Join(configuredDir, "audit.log")
 	e.configured = startCluster(t, e, "configured", bins.APIServer, etcd,
 		"--admission-control="+strings.Join(recommendedPlugins, ","),
-		"--admission-control-config-file="+writeAdmissionConfig(t, e, configuredDir),
+		"--admission-control-config-file="+writeAdmissionConfig(t, configuredDir, entry),
 		"--audit-policy-file="+writeAuditPolicy(t, configuredDir),
 		"--audit-log-path="+auditLog,
 		"--enable-aggregator-routing=true")
@@ -111,6 +165,18 @@ func TestWebhooks(t *testing.T) {
 	t.Run("clientConfig", func(t *testing.T) { testClientConfig(t, e) })
 	t.Run("authenticating the apiserver to webhooks", func(t *testing.T) { testAuthentication(t, e) })
 	t.Run("recommended plugin set", func(t *testing.T) { testRecommendedPlugins(t, e) })
+	t.Run("the variant's dispatch settings are in force", func(t *testing.T) {
+		// The breakers record their state once consulted, and are consulted only when on.
+		for _, c := range []*cluster{e.main, e.configured} {
+			samples := metricSamples(c.metrics(t), metricBreakerState, nil)
+			switch {
+			case v.dispatch != "" && len(samples) == 0:
+				t.Errorf("%s: no circuit breaker was consulted: the dispatch settings are not in force", c.name)
+			case v.dispatch == "" && len(samples) != 0:
+				t.Errorf("%s: circuit breakers are on under upstream's configuration: %q", c.name, samples)
+			}
+		}
+	})
 }
 
 func newEnv(t *testing.T) *env {
@@ -135,11 +201,11 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// startCluster starts a kube-apiserver under its own etcd prefix, and the namespace its
-// configuration probes go to.
+// startCluster starts a kube-apiserver under its own etcd prefix (e.etcdPrefix and name),
+// and the namespace its configuration probes go to.
 func startCluster(t *testing.T, e *env, name, binary string, etcd *framework.Etcd, flags ...string) *cluster {
 	t.Helper()
-	server := framework.StartAPIServer(t, binary, etcd, append([]string{"--etcd-prefix=/" + name}, flags...)...)
+	server := framework.StartAPIServer(t, binary, etcd, append([]string{"--etcd-prefix=/" + e.etcdPrefix + name}, flags...)...)
 	dyn, err := dynamic.NewForConfig(server.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +221,10 @@ func startCluster(t *testing.T, e *env, name, binary string, etcd *framework.Etc
 	return c
 }
 
-// writeAdmissionConfig writes the configured server's admission configuration: both webhook
-// plugins read a kubeconfig that gives the certAuth server a client certificate and the
-// tokenAuth server a bearer token, each named by its host:port.
-func writeAdmissionConfig(t *testing.T, e *env, dir string) string {
+// writeWebhookKubeconfig writes, into dir, the kubeconfig the configured server's webhook
+// plugins read: it gives the certAuth server a client certificate and the tokenAuth server a
+// bearer token, each named by its host:port.
+func writeWebhookKubeconfig(t *testing.T, e *env, dir string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -179,22 +245,44 @@ users:
   user:
     token: %q
 `, hostPort(e.certAuth), client.CertFile, client.KeyFile, hostPort(e.tokenAuth), webhookToken))
+	return kubeconfig
+}
 
+// upstreamEntry is a webhook plugin's configuration in upstream's kind, reading kubeconfig.
+func upstreamEntry(kubeconfig string) string {
+	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: WebhookAdmissionConfiguration
+kubeConfigFile: %q
+`, kubeconfig)
+}
+
+// dispatchEntry is a webhook plugin's configuration in Portcullis's kind: settings (YAML
+// fields: circuitBreaker, timeBudget), and kubeconfig unless it is empty.
+func dispatchEntry(kubeconfig, settings string) string {
+	entry := "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n"
+	if kubeconfig != "" {
+		entry += fmt.Sprintf("kubeConfigFile: %q\n", kubeconfig)
+	}
+	return entry + settings
+}
+
+// writeAdmissionConfig writes, into dir, an admission configuration file whose entry for
+// both webhook plugins is entry (YAML, unindented).
+func writeAdmissionConfig(t *testing.T, dir, entry string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	indented := "    " + strings.ReplaceAll(strings.TrimRight(entry, "\n"), "\n", "\n    ") + "\n"
 	config := filepath.Join(dir, "admission-config.yaml")
-	writeFile(t, config, fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+	writeFile(t, config, `apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
 - name: ValidatingAdmissionWebhook
   configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %[1]q
-- name: MutatingAdmissionWebhook
+`+indented+`- name: MutatingAdmissionWebhook
   configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %[1]q
-`, kubeconfig))
+`+indented)
 	return config
 }
 

@@ -122,10 +122,8 @@ func (bs *Breakers) Allow(h webhook.WebhookAccessor) (Permit, *BreakerOpenError)
 	key := h.GetUID()
 	b := bs.byWebhook[key]
 	if b == nil || b.accessor != h {
-		if b != nil {
-			// Changed configuration: the old breaker's state says nothing of the new webhook.
-			bs.metrics.forgetBreaker(b.name, bs.step)
-		}
+		// New, or a changed configuration: the old breaker's state says nothing of the new
+		// webhook.
 		b = &breaker{accessor: h, name: h.GetName(), backoff: bs.settings.InitialBackoff}
 		bs.byWebhook[key] = b
 		bs.metrics.setBreakerState(b.name, bs.step, breakerClosed)
@@ -228,9 +226,23 @@ func (bs *Breakers) sweep(now time.Time) {
 	for key, b := range bs.byWebhook {
 		if now.Sub(b.lastUsed) > breakerIdleExpiry {
 			delete(bs.byWebhook, key)
-			bs.metrics.forgetBreaker(b.name, bs.step)
+			if !bs.nameInUse(b.name) {
+				bs.metrics.forgetBreaker(b.name, bs.step)
+			}
 		}
 	}
+}
+
+// nameInUse says whether a breaker kept is for a webhook of this name: the state metric is
+// labelled by name, as upstream's webhook metrics are, and webhooks of two configurations
+// may share a name.
+func (bs *Breakers) nameInUse(name string) bool {
+	for _, b := range bs.byWebhook {
+		if b.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // State returns the state of h's breaker, for tests and diagnostics.

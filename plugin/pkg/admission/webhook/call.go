@@ -228,8 +228,7 @@ func OwnTimeout(seconds *int32) time.Duration {
 	return time.Duration(*seconds) * time.Second
 }
 
-// Guard holds the checks of ours around one call: the breaker first (an open one costs no
-// time of the budget), then the budget.
+// Guard holds the checks of ours around one call: the budget, then the breaker.
 type Guard struct {
 	Breakers *Breakers
 	Metrics  *Metrics
@@ -239,16 +238,16 @@ type Guard struct {
 // Admit says whether h may be called now and with what timeout. When it may not, the
 // returned error is the call's (with skipped set), and the short-circuit or shed is counted.
 func (g Guard) Admit(h webhook.WebhookAccessor, policy string, budget Budget, own time.Duration) (permit Permit, timeout time.Duration, cut *BudgetError, skipped error) {
+	// A spent budget first: a call that cannot be made must not take a breaker's probe.
+	timeout, cut = budget.Fit(time.Now(), own)
+	if cut != nil && cut.Shed {
+		g.Metrics.budgetShed(h.GetName(), g.Step, policy)
+		return Permit{}, 0, nil, Skip(h.GetName(), cut)
+	}
 	permit, open := g.Breakers.Allow(h)
 	if open != nil {
 		g.Metrics.shortCircuit(h.GetName(), g.Step, policy)
 		return Permit{}, 0, nil, Skip(h.GetName(), open)
-	}
-	timeout, cut = budget.Fit(time.Now(), own)
-	if cut != nil && cut.Shed {
-		permit.Done(Abandoned, nil)
-		g.Metrics.budgetShed(h.GetName(), g.Step, policy)
-		return Permit{}, 0, nil, Skip(h.GetName(), cut)
 	}
 	return permit, timeout, cut, nil
 }
