@@ -31,8 +31,9 @@ import (
 
 // dispatcher calls the matching mutating webhooks one after another, as stock does.
 type dispatcher struct {
-	cm     *webhookutil.ClientManager
-	plugin *Plugin
+	cm       *webhookutil.ClientManager
+	plugin   *Plugin
+	settings webhook.Settings
 }
 
 var _ generic.Dispatcher = &dispatcher{}
@@ -81,12 +82,12 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		round = 1
 	}
 	v := &versionedAttributes{attr: attr, o: o}
-	budget := d.plugin.budget.For(ctx)
+	budget := d.settings.Budget.For(ctx)
 	encoded := &webhook.EncodedObjects{}
 	start, called := time.Now(), false
 	defer func() {
 		if called {
-			d.plugin.metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
+			d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
 		}
 	}()
 
@@ -121,13 +122,13 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		ignore := policy == string(admissionregistrationv1.Ignore)
 		t := time.Now()
 		changed := false
-		permit, timeout, cut, skipped := d.plugin.guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
+		permit, timeout, cut, skipped := d.settings.Guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
 		if skipped != nil {
 			err = skipped
 		} else {
 			called = true
 			changed, err = d.call(ctx, hook, invocation, versionedAttr, annotator, o, encoded, timeout, cut, permit)
-			d.plugin.guard.CountCut(hook.Name, policy, err)
+			d.settings.Guard.CountCut(hook.Name, policy, err)
 		}
 		webhook.ObserveCall(ctx, hook.Name, stepType, versionedAttr, t, err, ignore, skipped != nil)
 

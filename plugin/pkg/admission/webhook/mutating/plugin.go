@@ -14,7 +14,6 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/manifest/source"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
-	"k8s.io/utils/clock"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
@@ -36,9 +35,7 @@ func Register(plugins *admission.Plugins) {
 // Plugin dispatches to mutating webhooks.
 type Plugin struct {
 	*generic.Webhook
-	budget  *webhook.BudgetSettings
-	guard   webhook.Guard
-	metrics *webhook.Metrics
+	settings webhook.Settings
 }
 
 var (
@@ -48,25 +45,15 @@ var (
 	_ initializer.WantsExternalKubeClientSet = &Plugin{}
 )
 
-// NewMutatingWebhook reads the plugin's configuration: upstream's WebhookAdmissionConfiguration
-// (stock behaviour) or our WebhookDispatchConfiguration.
+// NewMutatingWebhook reads the plugin's configuration: upstream's WebhookAdmissionConfiguration (stock
+// behaviour) or our WebhookDispatchConfiguration.
 func NewMutatingWebhook(configFile io.Reader) (*Plugin, error) {
-	return newPlugin(configFile, webhook.LegacyMetrics(), clock.RealClock{})
-}
-
-func newPlugin(configFile io.Reader, metrics *webhook.Metrics, clk clock.PassiveClock) (*Plugin, error) {
-	cfg, err := webhook.LoadConfiguration(PluginName, configFile)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plugin{budget: cfg.Budget, metrics: metrics}
-	p.guard = webhook.Guard{Metrics: metrics, Step: stepType}
-	if cfg.Breaker != nil {
-		p.guard.Breakers = webhook.NewBreakers(*cfg.Breaker, stepType, metrics, clk)
-	}
-	handler := admission.NewHandler(admission.Connect, admission.Create, admission.Delete, admission.Update)
-	p.Webhook, err = generic.NewWebhook(handler, cfg.Upstream, configuration.NewMutatingWebhookConfigurationManager,
-		func(cm *webhookutil.ClientManager) generic.Dispatcher { return &dispatcher{cm: cm, plugin: p} })
+	p := &Plugin{}
+	var err error
+	p.Webhook, p.settings, err = webhook.NewWebhook(PluginName, stepType, configFile, configuration.NewMutatingWebhookConfigurationManager,
+		func(cm *webhookutil.ClientManager, s webhook.Settings) generic.Dispatcher {
+			return &dispatcher{cm: cm, plugin: p, settings: s}
+		})
 	if err != nil {
 		return nil, err
 	}

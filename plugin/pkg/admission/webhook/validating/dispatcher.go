@@ -28,8 +28,9 @@ import (
 // at the first denial (or failure under Fail), cancelling the calls still out: stock waits
 // for every call and returns the first error to arrive, which is the same error, later.
 type dispatcher struct {
-	cm     *webhookutil.ClientManager
-	plugin *Plugin
+	cm       *webhookutil.ClientManager
+	plugin   *Plugin
+	settings webhook.Settings
 }
 
 var _ generic.Dispatcher = &dispatcher{}
@@ -92,10 +93,10 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		}
 	}
 
-	budget := d.plugin.budget.For(ctx)
+	budget := d.settings.Budget.For(ctx)
 	start := time.Now()
 	defer func() {
-		d.plugin.metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
+		d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
 	}()
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -143,11 +144,11 @@ func (d *dispatcher) callOne(ctx, request context.Context, invocation *generic.W
 	ignore = policy == string(admissionregistrationv1.Ignore)
 
 	t := time.Now()
-	permit, timeout, cut, err := d.plugin.guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
+	permit, timeout, cut, err := d.settings.Guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
 	skipped := err != nil
 	if !skipped {
 		err = d.call(ctx, hook, invocation, attr, encoded, timeout, cut, permit)
-		d.plugin.guard.CountCut(hook.Name, policy, err)
+		d.settings.Guard.CountCut(hook.Name, policy, err)
 	}
 	var callErr *webhookutil.ErrCallingWebhook
 	if errors.As(err, &callErr) && errors.Is(callErr.Reason, context.Canceled) && request.Err() == nil {

@@ -1,12 +1,17 @@
-package validating
+package webhook
 
 import (
 	"io"
 	"strings"
 	"testing"
+
+	"k8s.io/apiserver/pkg/admission/configuration"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/utils/clock"
 )
 
-func TestConfiguration(t *testing.T) {
+func TestNewWebhookWiresTheConfiguration(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		config  string
@@ -20,14 +25,16 @@ func TestConfiguration(t *testing.T) {
 		{name: "ours, stock behaviour", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n"},
 		{name: "ours, breaker", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\n", breaker: true},
 		{name: "ours, budget", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ntimeBudget: {}\n", budget: true},
-		{name: "ours, bad field", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ntimeBudget: {deadlineMargin: 1h}\n", wantErr: []string{"ValidatingAdmissionWebhook", "timeBudget.deadlineMargin"}},
+		{name: "ours, bad field", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ntimeBudget: {deadlineMargin: 1h}\n", wantErr: []string{"TestPlugin", "timeBudget.deadlineMargin"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r io.Reader
 			if tc.config != "" {
 				r = strings.NewReader(tc.config)
 			}
-			p, err := NewValidatingAdmissionWebhook(r)
+			var given Settings
+			w, settings, err := newWebhook("TestPlugin", "admit", r, configuration.NewMutatingWebhookConfigurationManager,
+				func(_ *webhookutil.ClientManager, s Settings) generic.Dispatcher { given = s; return nil }, NewMetrics(), clock.RealClock{})
 			if len(tc.wantErr) > 0 {
 				if err == nil {
 					t.Fatal("no error")
@@ -42,8 +49,13 @@ func TestConfiguration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (p.guard.Breakers != nil) != tc.breaker || (p.budget != nil) != tc.budget {
-				t.Errorf("breakers on %v, budget on %v; want %v, %v", p.guard.Breakers != nil, p.budget != nil, tc.breaker, tc.budget)
+			if w == nil {
+				t.Fatal("no webhook")
+			}
+			for what, s := range map[string]Settings{"returned": settings, "given to the dispatcher": given} {
+				if (s.Guard.Breakers != nil) != tc.breaker || (s.Budget != nil) != tc.budget || s.Metrics == nil {
+					t.Errorf("settings %s: breakers on %v, budget on %v, metrics %v; want %v, %v, set", what, s.Guard.Breakers != nil, s.Budget != nil, s.Metrics, tc.breaker, tc.budget)
+				}
 			}
 		})
 	}
