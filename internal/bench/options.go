@@ -125,7 +125,7 @@ func DefaultOptions() Options {
 			Repetitions: 3,
 			Load:        LoadOptions{Creates: 200, WarmUp: 10, Clients: 1, Timeout: 5 * time.Minute},
 			// A short timeout keeps stock's runs short; ours' figure does not depend on it.
-			DeadTimeoutSeconds: 2, DeadCreates: 200, StockDeadCreates: 5,
+			DeadTimeoutSeconds: 2, DeadCreates: 1000, StockDeadCreates: 5,
 			SlowHold: 5 * time.Second, SlowCreates: 3,
 		},
 	}
