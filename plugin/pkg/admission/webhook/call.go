@@ -55,13 +55,6 @@ func (e *EncodedObjects) JSON(obj runtime.Object) ([]byte, error) {
 	return raw, nil
 }
 
-// Forget drops obj's JSON (an object about to be changed in place).
-func (e *EncodedObjects) Forget(obj runtime.Object) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.bytes, obj)
-}
-
 // fill replaces a request's objects by their cached JSON.
 func (e *EncodedObjects) fill(ext *runtime.RawExtension) error {
 	if ext.Object == nil {

@@ -25,8 +25,11 @@ type Metrics struct {
 	budgetSheds        *metrics.CounterVec
 	requestDuration    *metrics.HistogramVec
 
-	mu        sync.Mutex
-	resources map[string]bool
+	// resources are the resource labels given out, at most maxResourceLabels; mu guards
+	// adding to them.
+	mu            sync.Mutex
+	resources     sync.Map
+	resourceCount int
 }
 
 // maxResourceLabels bounds the resource label of the per-request duration: the first this
@@ -67,7 +70,6 @@ func NewMetrics() *Metrics {
 			Buckets:        []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30},
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"type", "resource"}),
-		resources: map[string]bool{},
 	}
 }
 
@@ -127,15 +129,20 @@ func (m *Metrics) ObserveRequest(step string, gr schema.GroupResource, elapsed t
 
 func (m *Metrics) resourceLabel(gr schema.GroupResource) string {
 	label := gr.String()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.resources[label] {
+	// Every request with a webhook asks: a lock-free read once the resource is known.
+	if _, known := m.resources.Load(label); known {
 		return label
 	}
-	if len(m.resources) >= maxResourceLabels {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, known := m.resources.Load(label); known {
+		return label
+	}
+	if m.resourceCount >= maxResourceLabels {
 		return otherResource
 	}
-	m.resources[label] = true
+	m.resources.Store(label, struct{}{})
+	m.resourceCount++
 	return label
 }
 
