@@ -22,6 +22,11 @@ INTEGRATION_TIMEOUT ?= 20m
 UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v -e /test/integration/ -e /test/release$$)
 STAGING_API          = staging/src/github.com/portcullis-k8s/api
 
+# Every build of ./cmd/kube-apiserver (make build, the tests' binary, the release) compiles
+# with cmd/kube-apiserver/default.pgo: go build's default -pgo=auto takes a main package's
+# default.pgo. make pgo-profile regenerates it from the documented workload (docs/pgo.md).
+PGO_PROFILE := cmd/kube-apiserver/default.pgo
+
 .PHONY: help
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -88,12 +93,13 @@ build-test-binaries: build etcd stock kube-controller-manager local-up ## everyt
 .PHONY: test
 test: test-unit test-integration test-release ## unit, integration and release tests (what CI runs)
 
-# The unit tests run twice: as shipped (static, no cgo), then under the race detector. -race
+# The unit tests run twice: as shipped (static, no cgo, compiled with the binary's PGO
+# profile, so they share its compiled packages), then under the race detector. -race
 # needs cgo, so a C compiler, and builds Kubernetes a second time in a cache configuration of
 # its own: about 10 minutes and 3 GiB of cache when cold on 2 cores, seconds when warm.
 .PHONY: test-unit
 test-unit: ## unit tests, then the same under the race detector (needs a C compiler)
-	$(GO) test $(UNIT_PACKAGES)
+	$(GO) test -pgo=$(abspath $(PGO_PROFILE)) $(UNIT_PACKAGES)
 	CGO_ENABLED=1 $(GO) test -race $(UNIT_PACKAGES)
 
 .PHONY: test-integration
@@ -104,6 +110,11 @@ test-integration: build-test-binaries ## integration tests: real etcd, real serv
 bench: build etcd stock ## ours vs stock kube-apiserver, a CEL policy and webhooks, side by side; rewrites docs/benchmarks.md
 	$(GO) build -o $(BIN_DIR)/bench ./hack/bench
 	$(BIN_DIR)/bench -go $(GO) -bin-dir $(BIN_DIR) -out docs/benchmarks.md
+
+.PHONY: pgo-profile
+pgo-profile: build etcd ## profile our kube-apiserver under the documented workload; rewrites cmd/kube-apiserver/default.pgo (commit it)
+	$(GO) build -o $(BIN_DIR)/pgo-profile ./hack/pgo-profile
+	$(BIN_DIR)/pgo-profile -go $(GO) -bin-dir $(BIN_DIR) -out $(PGO_PROFILE)
 
 .PHONY: verify
 verify: ## gofmt, go vet, go.mod tidiness and pins, generated code

@@ -45,3 +45,6 @@ go mod tidy
 
 echo "go.mod now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}."
 echo "Remember to update the Kubernetes part of VERSION and the pinned lists in pkg/admission/testdata."
+# The profile names upstream's functions: after a bump, the ones that moved or changed no
+# longer match and the build silently optimizes less. A fresh profile restores it.
+echo "Then rebuild and regenerate the PGO profile: make pgo-profile (writes cmd/kube-apiserver/default.pgo; commit it)."

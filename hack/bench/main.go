@@ -27,6 +27,7 @@ func main() {
 	flag.StringVar(&opts.GoTool, "go", opts.GoTool, "the go command")
 	flag.IntVar(&opts.DropIn.Starts, "starts", opts.DropIn.Starts, "table 1: starts of each binary")
 	flag.IntVar(&opts.DropIn.Load.Creates, "drop-in-creates", opts.DropIn.Load.Creates, "table 1: timed pod creates per start")
+	flag.BoolVar(&opts.BuildCost, "build-cost", opts.BuildCost, "table 1: measure what the PGO profile costs a cold build (two builds from an empty cache, minutes each)")
 	flag.IntVar(&opts.Policy.Repetitions, "policy-repetitions", opts.Policy.Repetitions, "table 2: repetitions")
 	flag.IntVar(&opts.Policy.Load.Creates, "policy-creates", opts.Policy.Load.Creates, "table 2: timed pod creates per run")
 	flag.IntVar(&opts.FanOut.Repetitions, "fan-out-repetitions", opts.FanOut.Repetitions, "table 3: repetitions")

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -355,5 +356,55 @@ func TestCaseGoalJudge(t *testing.T) {
 				t.Errorf("judge = %q, %q; want %q, %q", goal, met, tc.wantGoal, tc.wantMet)
 			}
 		})
+	}
+}
+
+func TestStatCPUTicks(t *testing.T) {
+	// A command name with spaces and a parenthesis, then fields 3 to 17: utime=11, stime=22,
+	// cutime=33, cstime=44.
+	stat := "1234 (kube (api) server) S 1 1234 1234 0 -1 4194560 100 0 0 0 11 22 33 44 20 0 12 0 5 6 7"
+	for _, tc := range []struct {
+		children bool
+		want     uint64
+	}{{false, 33}, {true, 110}} {
+		got, err := statCPUTicks(stat, tc.children)
+		if err != nil || got != tc.want {
+			t.Errorf("children %t: got %d, %v; want %d", tc.children, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "1234 kube-apiserver S 1", "1 (x) S 1 2 3", "1 (x) S 1 1 1 0 -1 0 0 0 0 0 eleven 22 33 44"} {
+		if _, err := statCPUTicks(bad, true); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+	// The real file parses; a process that does not exist is an error, not zero.
+	if _, err := processCPU(os.Getpid()); err != nil {
+		t.Errorf("this process's CPU time: %v", err)
+	}
+	if _, err := processCPU(-1); err == nil {
+		t.Error("pid -1: want an error")
+	}
+}
+
+func TestRatioGoal(t *testing.T) {
+	for _, tc := range []struct {
+		goal        ratioGoal
+		ratio       float64
+		text, judge string
+	}{
+		{ratioGoal{at: 0.92, most: true}, 0.91, "≤ 0.92", "yes"},
+		{ratioGoal{at: 0.92, most: true}, 0.93, "≤ 0.92", "**no**"},
+		{ratioGoal{at: 1.05}, 1.05, "≥ 1.05", "yes"},
+		{ratioGoal{at: 1.05}, 1.01, "≥ 1.05", "**no**"},
+		{within5, 1.06, "within 5%", "**no**"},
+		{within5, 0.96, "within 5%", "yes"},
+		{ratioGoal{}, 3, "—", "—"},
+	} {
+		if got := tc.goal.String(); got != tc.text {
+			t.Errorf("%+v: text %q, want %q", tc.goal, got, tc.text)
+		}
+		if got := tc.goal.met(tc.ratio); got != tc.judge {
+			t.Errorf("%+v at %v: %q, want %q", tc.goal, tc.ratio, got, tc.judge)
+		}
 	}
 }

@@ -189,3 +189,20 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// cpuDuring runs work and returns the server's CPU time (user and system) meanwhile, from
+// /proc/<pid>/stat: unlike throughput, it does not depend on what else the machine runs.
+func (s *apiServer) cpuDuring(work func() error) (time.Duration, error) {
+	before, err := processCPU(s.process.Pid())
+	if err != nil {
+		return 0, err
+	}
+	if err := work(); err != nil {
+		return 0, err
+	}
+	after, err := processCPU(s.process.Pid())
+	if err != nil {
+		return 0, err
+	}
+	return after - before, nil
+}

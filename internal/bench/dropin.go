@@ -17,8 +17,23 @@ type DropInRun struct {
 	ReadyAfter time.Duration
 	// RSSReady is the resident set size at /readyz, RSSAfterLoad after the timed creates.
 	RSSReady, RSSAfterLoad uint64
-	// Load is the timed pod creates.
-	Load LoadRun
+	// Load is the timed pod creates; LoadCPU the server's CPU time (user and system) in them.
+	Load    LoadRun
+	LoadCPU time.Duration
+	// List is the timed LISTs of a namespace's pods; ListCPU the server's CPU time in them.
+	List    *Latencies
+	ListCPU time.Duration
+	// WatchDelivered is the time from the first of the fan-out's creates to the moment every
+	// watch has seen every one; WatchCPU the server's CPU time in it.
+	WatchDelivered, WatchCPU time.Duration
+}
+
+// CPUPerThousandCreates is the server's CPU seconds per 1,000 timed creates.
+func (r DropInRun) CPUPerThousandCreates() float64 {
+	if r.Load.Creates == 0 {
+		return 0
+	}
+	return r.LoadCPU.Seconds() / float64(r.Load.Creates) * 1000
 }
 
 // DropInResult is table 1: ours against stock, same flags, each start on a fresh etcd.
@@ -28,6 +43,8 @@ type DropInResult struct {
 	Ours, Stock []DropInRun
 	// OursBinarySize and StockBinarySize are the binaries' sizes in bytes.
 	OursBinarySize, StockBinarySize int64
+	// Build is what compiling ours with its PGO profile costs; nil when not measured.
+	Build *BuildCost
 }
 
 // runDropIn starts each binary opts.Starts times, alternating which goes first in a round,
@@ -52,7 +69,7 @@ func runDropIn(ctx context.Context, env *environment, opts DropInOptions) (*Drop
 		}
 		for _, c := range order {
 			dir := filepath.Join(env.workDir, "drop-in", fmt.Sprintf("round-%d", round+1), c.name)
-			run, err := measureStart(ctx, env, c.binary, dir, opts.Load)
+			run, err := measureStart(ctx, env, c.binary, dir, opts)
 			if err != nil {
 				return nil, fmt.Errorf("drop-in round %d, %s: %w", round+1, c.name, err)
 			}
@@ -67,7 +84,7 @@ func runDropIn(ctx context.Context, env *environment, opts DropInOptions) (*Drop
 
 // measureStart starts binary on a fresh etcd, times its way to /readyz, reads its RSS,
 // loads it, reads its RSS again and stops both.
-func measureStart(ctx context.Context, env *environment, binary, dir string, load LoadOptions) (run DropInRun, err error) {
+func measureStart(ctx context.Context, env *environment, binary, dir string, opts DropInOptions) (run DropInRun, err error) {
 	etcd, err := startEtcd(ctx, env.etcdBinary, filepath.Join(dir, "etcd"))
 	if err != nil {
 		return DropInRun{}, err
@@ -82,35 +99,52 @@ func measureStart(ctx context.Context, env *environment, binary, dir string, loa
 	if run.RSSReady, err = server.rss(); err != nil {
 		return DropInRun{}, err
 	}
-	if run.Load, err = loadServer(ctx, server, "drop-in", load); err != nil {
+	const namespace = "drop-in"
+	if err := loadNamespace(ctx, server.client, namespace); err != nil {
+		return DropInRun{}, err
+	}
+	clients, err := loadClients(server.config, opts.Load.Clients)
+	if err != nil {
+		return DropInRun{}, err
+	}
+	if err := warmUp(ctx, clients, namespace, "pod", opts.Load); err != nil {
+		return DropInRun{}, err
+	}
+	timed := createLoad{clients: clients, namespace: namespace, namePrefix: "pod", count: opts.Load.Creates, timeout: opts.Load.Timeout}
+	if run.LoadCPU, err = server.cpuDuring(func() (err error) {
+		run.Load, err = timed.run(ctx)
+		return err
+	}); err != nil {
 		return DropInRun{}, err
 	}
 	if run.RSSAfterLoad, err = server.rss(); err != nil {
 		return DropInRun{}, err
 	}
+	if run.List, run.ListCPU, err = measureLists(ctx, server, clients, opts); err != nil {
+		return DropInRun{}, err
+	}
+	if run.WatchDelivered, run.WatchCPU, err = measureWatchFanOut(ctx, server, clients, opts); err != nil {
+		return DropInRun{}, err
+	}
 	return run, nil
 }
 
-// loadServer creates a fresh namespace on server, warms up and times opts.Creates pod
-// creates in it.
-func loadServer(ctx context.Context, server *apiServer, namespace string, opts LoadOptions) (LoadRun, error) {
-	if err := loadNamespace(ctx, server.client, namespace); err != nil {
-		return LoadRun{}, err
+// warmUp runs opts.WarmUp untimed creates in namespace.
+func warmUp(ctx context.Context, clients []kubernetes.Interface, namespace, namePrefix string, opts LoadOptions) error {
+	if opts.WarmUp == 0 {
+		return nil
 	}
-	clients, err := loadClients(server.config, opts.Clients)
-	if err != nil {
-		return LoadRun{}, err
+	load := createLoad{clients: clients, namespace: namespace, namePrefix: namePrefix + "-warm-up", count: opts.WarmUp, timeout: opts.Timeout}
+	if _, err := load.run(ctx); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
 	}
-	return timedCreates(ctx, clients, namespace, "pod", opts)
+	return nil
 }
 
 // timedCreates runs the untimed warm-up, then the timed creates, in namespace.
 func timedCreates(ctx context.Context, clients []kubernetes.Interface, namespace, namePrefix string, opts LoadOptions) (LoadRun, error) {
-	if opts.WarmUp > 0 {
-		warmUp := createLoad{clients: clients, namespace: namespace, namePrefix: namePrefix + "-warm-up", count: opts.WarmUp, timeout: opts.Timeout}
-		if _, err := warmUp.run(ctx); err != nil {
-			return LoadRun{}, fmt.Errorf("warm-up: %w", err)
-		}
+	if err := warmUp(ctx, clients, namespace, namePrefix, opts); err != nil {
+		return LoadRun{}, err
 	}
 	timed := createLoad{clients: clients, namespace: namespace, namePrefix: namePrefix, count: opts.Creates, timeout: opts.Timeout}
 	return timed.run(ctx)

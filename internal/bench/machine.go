@@ -166,25 +166,57 @@ func readCPUSample() cpuSample {
 	if err != nil {
 		return cpuSample{}
 	}
-	// The command name, in parentheses, may hold spaces: count fields after its end.
-	end := strings.LastIndexByte(string(self), ')')
-	if end < 0 {
+	if s.own, err = statCPUTicks(string(self), true); err != nil {
 		return cpuSample{}
-	}
-	rest := strings.Fields(string(self)[end+1:])
-	// rest[0] is field 3 (state); utime, stime, cutime and cstime are fields 14 to 17.
-	if len(rest) < 15 {
-		return cpuSample{}
-	}
-	for _, f := range rest[11:15] {
-		v, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return cpuSample{}
-		}
-		s.own += v
 	}
 	s.ok = true
 	return s
+}
+
+// clockTicksPerSecond is USER_HZ, the unit of /proc's CPU times: 100 on every Linux
+// architecture Go supports.
+const clockTicksPerSecond = 100
+
+// processCPU returns the CPU time, user and system, that process pid has used so far.
+func processCPU(pid int) (time.Duration, error) {
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	stat, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	ticks, err := statCPUTicks(string(stat), false)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+}
+
+// statCPUTicks sums utime and stime of a /proc/<pid>/stat line, and with children also the
+// waited-for children's cutime and cstime.
+func statCPUTicks(stat string, children bool) (uint64, error) {
+	// The command name, in parentheses, may hold spaces: count fields after its end.
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("no command name in %q", stat)
+	}
+	rest := strings.Fields(stat[end+1:])
+	// rest[0] is field 3 (state); utime, stime, cutime and cstime are fields 14 to 17.
+	last := 13
+	if children {
+		last = 15
+	}
+	if len(rest) < last {
+		return 0, fmt.Errorf("%d fields after the command name, want at least %d", len(rest), last)
+	}
+	var ticks uint64
+	for _, f := range rest[11:last] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time %q: %w", f, err)
+		}
+		ticks += v
+	}
+	return ticks, nil
 }
 
 // Disturbance is how much of the machine's CPU time, between two samples, went to processes

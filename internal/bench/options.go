@@ -30,6 +30,9 @@ type Options struct {
 	FanOut   FanOutOptions
 	Plugins  PluginOptions
 	Dispatch DispatchOptions
+	// BuildCost says whether table 1 measures what the PGO profile costs the build: two
+	// builds of our binary from an empty cache, several minutes each.
+	BuildCost bool
 }
 
 // LoadOptions size the pod-create load of one run.
@@ -50,6 +53,10 @@ type DropInOptions struct {
 	// Starts is how many times each binary is started, alternating.
 	Starts int
 	Load   LoadOptions
+	// ListPods is how many pods the timed LISTs return; Lists how many are timed per start.
+	ListPods, Lists int
+	// Watchers is how many watches the fan-out opens; WatchCreates how many pods it creates.
+	Watchers, WatchCreates int
 }
 
 // PolicyOptions size table 2: one policy three ways.
@@ -104,8 +111,10 @@ func DefaultOptions() Options {
 	return Options{
 		GoTool: "go",
 		DropIn: DropInOptions{
-			Starts: 5,
-			Load:   LoadOptions{Creates: 2000, WarmUp: 100, Clients: 8, Timeout: 5 * time.Minute},
+			Starts:   5,
+			Load:     LoadOptions{Creates: 2000, WarmUp: 100, Clients: 8, Timeout: 5 * time.Minute},
+			ListPods: 5000, Lists: 20,
+			Watchers: 100, WatchCreates: 500,
 		},
 		Policy: PolicyOptions{
 			Repetitions: 5,
@@ -119,7 +128,8 @@ func DefaultOptions() Options {
 			// holds relieve, and the difference from the baseline would not be the webhooks'.
 			Load: LoadOptions{Creates: 100, WarmUp: 10, Clients: 1, Timeout: 5 * time.Minute},
 		},
-		Plugins: PluginOptions{Count: 5, BenchTime: "500ms"},
+		Plugins:   PluginOptions{Count: 5, BenchTime: "500ms"},
+		BuildCost: true,
 		Dispatch: DispatchOptions{
 			Webhooks:    []int{1, 4, 8},
 			Repetitions: 3,
@@ -159,6 +169,10 @@ func (o Options) Validate() error {
 	}
 	positive("drop-in starts", o.DropIn.Starts)
 	load("drop-in", o.DropIn.Load)
+	positive("drop-in list pods", o.DropIn.ListPods)
+	positive("drop-in lists", o.DropIn.Lists)
+	positive("drop-in watchers", o.DropIn.Watchers)
+	positive("drop-in watch creates", o.DropIn.WatchCreates)
 	positive("policy repetitions", o.Policy.Repetitions)
 	load("policy", o.Policy.Load)
 	positive("fan-out repetitions", o.FanOut.Repetitions)

@@ -93,6 +93,15 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if opts.BuildCost {
+		env.progressf("table 1: the PGO profile's build cost, two cold builds")
+		if err := measure("table 1, PGO build cost", func() (err error) {
+			results.DropIn.Build, err = measureBuildCost(ctx, env)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
 	env.progressf("table 2: the same policy three ways, %d repetitions", opts.Policy.Repetitions)
 	if err := measure("table 2, the same policy three ways", func() (err error) {
 		results.Policy, err = runPolicy(ctx, env, opts.Policy)

@@ -63,7 +63,8 @@ func TestBinariesAreStaticTrimmedAndStamped(t *testing.T) {
 				settings[s.Key] = s.Value
 			}
 			goos, goarch, _ := strings.Cut(p, "/")
-			for key, want := range map[string]string{"CGO_ENABLED": "0", "-trimpath": "true", "GOOS": goos, "GOARCH": goarch} {
+			// -pgo: compiled with cmd/kube-apiserver/default.pgo (Go records its base name under -trimpath).
+			for key, want := range map[string]string{"CGO_ENABLED": "0", "-trimpath": "true", "GOOS": goos, "GOARCH": goarch, "-pgo": "default.pgo"} {
 				if settings[key] != want {
 					t.Errorf("%s: built with %s=%q, want %q", path, key, settings[key], want)
 				}

@@ -5,6 +5,7 @@ package apiserver
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"errors"
 	"net"
 	"os"
@@ -131,6 +132,30 @@ func TestVersion(t *testing.T) {
 	}
 	if got := strings.TrimSpace(out); got != "Kubernetes "+want {
 		t.Errorf("--version printed %q, want %q", got, "Kubernetes "+want)
+	}
+}
+
+// TestBuiltWithThePGOProfile: the binary every suite starts is make build's, and make build
+// compiles it with cmd/kube-apiserver/default.pgo (docs/pgo.md); stock, the yardstick, without.
+func TestBuiltWithThePGOProfile(t *testing.T) {
+	bins := framework.FindBinaries(t)
+	for _, tc := range []struct{ binary, want string }{{bins.APIServer, "default.pgo"}, {bins.StockAPIServer, ""}} {
+		info, err := buildinfo.ReadFile(tc.binary)
+		if err != nil {
+			t.Fatalf("reading the build information of %s: %v", tc.binary, err)
+		}
+		got := ""
+		for _, s := range info.Settings {
+			if s.Key == "-pgo" {
+				got = s.Value
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: built with -pgo=%q, want %q", tc.binary, got, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(framework.RepoRoot(t), "cmd", "kube-apiserver", "default.pgo")); err != nil {
+		t.Errorf("the committed profile: %v", err)
 	}
 }
 

@@ -37,7 +37,7 @@ func TestHarness(t *testing.T) {
 		WorkDir:  t.TempDir(),
 		GoTool:   goTool,
 		Progress: testLog{t},
-		DropIn:   bench.DropInOptions{Starts: 1, Load: tiny},
+		DropIn:   bench.DropInOptions{Starts: 1, Load: tiny, ListPods: 20, Lists: 2, Watchers: 3, WatchCreates: 4},
 		Policy:   bench.PolicyOptions{Repetitions: 1, Load: tiny},
 		FanOut:   bench.FanOutOptions{Webhooks: fanOutWebhooks, Hold: 20 * time.Millisecond, Repetitions: 1, Load: tiny},
 		Plugins:  bench.PluginOptions{Count: 1, BenchTime: "10x"},
@@ -63,6 +63,12 @@ func TestHarness(t *testing.T) {
 				t.Errorf("%s: ready after %s, RSS %d then %d: want all measured", name, run.ReadyAfter, run.RSSReady, run.RSSAfterLoad)
 			}
 			checkLoad(t, name, run.Load, tiny)
+			if run.List == nil || run.List.Count() != 2 {
+				t.Errorf("%s: timed lists %v, want 2", name, run.List)
+			}
+			if run.WatchDelivered <= 0 {
+				t.Errorf("%s: watch fan-out delivered in %s, want it measured", name, run.WatchDelivered)
+			}
 		}
 		if d.OursBinarySize == 0 || d.StockBinarySize == 0 {
 			t.Errorf("binary sizes %d and %d: want both measured", d.OursBinarySize, d.StockBinarySize)
