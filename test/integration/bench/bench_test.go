@@ -186,7 +186,7 @@ func TestHarness(t *testing.T) {
 			columns int
 			rows    int
 		}{
-			{bench.HeadingDropIn, 5, 7},
+			{bench.HeadingDropIn, 6, 12},
 			{bench.HeadingPolicy, 7, 4},
 			{bench.HeadingFanOut, 8, 1 + 2*len(fanOutWebhooks)},
 			{bench.HeadingPlugins, 8, pluginRows},
