@@ -91,7 +91,7 @@ run: build etcd kube-controller-manager local-up ## a local control plane on 127
 build-test-binaries: build etcd stock kube-controller-manager local-up ## everything the integration suites run
 
 .PHONY: test
-test: test-unit test-integration test-release ## unit, integration and release tests (what CI runs)
+test: test-unit test-fuzz test-integration test-release ## unit, fuzz, integration and release tests (what CI runs)
 
 # The unit tests run twice: as shipped (static, no cgo, compiled with the binary's PGO
 # profile, so they share its compiled packages), then under the race detector. -race
@@ -102,6 +102,15 @@ test-unit: ## unit tests, then the same under the race detector (needs a C compi
 	$(GO) test -pgo=$(abspath $(PGO_PROFILE)) $(UNIT_PACKAGES)
 	CGO_ENABLED=1 $(GO) test -race $(UNIT_PACKAGES)
 
+# Each Go fuzz target (func FuzzXxx beside the unit tests) fuzzes for FUZZTIME; a crasher
+# fails the run and is written under the package's testdata/fuzz/, where it stays as a seed.
+# The instrumented build is a cache configuration of its own: minutes when cold, seconds warm.
+FUZZTIME ?= 10s
+
+.PHONY: test-fuzz
+test-fuzz: ## Go fuzz targets, each for FUZZTIME (10s); FUZZ_REPORT=<file> writes executions and time per target
+	GO='$(GO)' FUZZTIME='$(FUZZTIME)' hack/fuzz.sh
+
 .PHONY: test-integration
 test-integration: build-test-binaries ## integration tests: real etcd, real servers
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
@@ -110,6 +119,21 @@ test-integration: build-test-binaries ## integration tests: real etcd, real serv
 bench: build etcd stock ## ours vs stock kube-apiserver, a CEL policy and webhooks, side by side; rewrites docs/benchmarks.md
 	$(GO) build -o $(BIN_DIR)/bench ./hack/bench
 	$(BIN_DIR)/bench -go $(GO) -bin-dir $(BIN_DIR) -out docs/benchmarks.md
+
+# make soak fuzzes first (hack/fuzz.sh, SOAK_FUZZTIME per target), then runs ours and stock
+# through the load and the faults; its page includes the fuzzing report. A failed fuzz target
+# is on the page too: the soak still runs, then make fails.
+SOAK_FUZZTIME ?= 20s
+SOAK_FUZZ_REPORT := $(abspath $(OUT_DIR)/soak/fuzz.tsv)
+
+.PHONY: soak
+soak: build etcd stock ## ours and stock under load and faults (webhook, etcd, HA), loss read from etcd, fuzzing, bad inputs; rewrites docs/reliability.md
+	@mkdir -p $(dir $(SOAK_FUZZ_REPORT))
+	rm -f $(SOAK_FUZZ_REPORT)
+	$(GO) build -o $(BIN_DIR)/soak ./hack/soak
+	fuzz=0; \
+	if [ -x hack/fuzz.sh ]; then GO='$(GO)' FUZZTIME=$(SOAK_FUZZTIME) FUZZ_REPORT=$(SOAK_FUZZ_REPORT) hack/fuzz.sh || fuzz=$$?; fi; \
+	$(BIN_DIR)/soak -bin-dir $(BIN_DIR) -out docs/reliability.md -fuzz-report $(SOAK_FUZZ_REPORT) && exit $$fuzz
 
 .PHONY: pgo-profile
 pgo-profile: build etcd ## profile our kube-apiserver under the documented workload; rewrites cmd/kube-apiserver/default.pgo (commit it)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/portcullis-k8s/portcullis/internal/bench"
+	"github.com/portcullis-k8s/portcullis/internal/harness"
 )
 
 func main() {
@@ -56,12 +57,8 @@ func run(ctx context.Context, opts bench.Options, binDir, repoRoot, workDir, out
 	if opts.RepoRoot, err = filepath.Abs(repoRoot); err != nil {
 		return err
 	}
-	keepWorkDir := workDir != ""
-	if !keepWorkDir {
-		if workDir, err = os.MkdirTemp("", "portcullis-bench-"); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+	workDir, keepWorkDir, err := harness.WorkDir(workDir, "portcullis-bench-")
+	if err != nil {
 		return err
 	}
 	opts.WorkDir = workDir
@@ -77,12 +74,7 @@ func run(ctx context.Context, opts bench.Options, binDir, repoRoot, workDir, out
 	if err := bench.WriteMarkdown(&doc, results); err != nil {
 		return err
 	}
-	// Write beside the target and rename, so an interrupted write never leaves half a file.
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, doc.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := harness.WriteFileAtomic(out, doc.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "make bench: wrote %s in %s\n", out, time.Since(started).Round(time.Second))

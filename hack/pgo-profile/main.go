@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/portcullis-k8s/portcullis/internal/bench"
+	"github.com/portcullis-k8s/portcullis/internal/harness"
 )
 
 func main() {
@@ -42,12 +43,8 @@ func run(ctx context.Context, opts bench.ProfileOptions, binDir, workDir string)
 	if opts.BinDir, err = filepath.Abs(binDir); err != nil {
 		return err
 	}
-	keepWorkDir := workDir != ""
-	if !keepWorkDir {
-		if workDir, err = os.MkdirTemp("", "portcullis-pgo-"); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+	workDir, keepWorkDir, err := harness.WorkDir(workDir, "portcullis-pgo-")
+	if err != nil {
 		return err
 	}
 	opts.WorkDir = workDir

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 )
 
 // DispatchResult is table 5: our webhook dispatch against stock's, the same webhooks and
@@ -141,7 +143,7 @@ func measureOverhead(ctx context.Context, env *environment, servers map[string]*
 	}
 	clients := map[string][]kubernetes.Interface{}
 	for name, server := range servers {
-		c, err := loadClients(server.config, opts.Load.Clients)
+		c, err := controlplane.Clients(server.config, opts.Load.Clients)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 )
 
 // DropInRun is what one start of one binary measured.
@@ -103,7 +105,7 @@ func measureStart(ctx context.Context, env *environment, binary, dir string, opt
 	if err := loadNamespace(ctx, server.client, namespace); err != nil {
 		return DropInRun{}, err
 	}
-	clients, err := loadClients(server.config, opts.Load.Clients)
+	clients, err := controlplane.Clients(server.config, opts.Load.Clients)
 	if err != nil {
 		return DropInRun{}, err
 	}

@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 )
 
 // The kinds of webhook fan-out measures.
@@ -59,7 +61,7 @@ func runFanOut(ctx context.Context, env *environment, opts FanOutOptions) (resul
 	if err := loadNamespace(ctx, server.client, fanOutNamespace); err != nil {
 		return nil, err
 	}
-	clients, err := loadClients(server.config, opts.Load.Clients)
+	clients, err := controlplane.Clients(server.config, opts.Load.Clients)
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func runPluginBenchmarks(ctx context.Context, env *environment, opts PluginOptio
 	cmd := exec.CommandContext(ctx, env.goTool, args...)
 	cmd.Dir = env.repoRoot
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = io.MultiWriter(&stdout, env.progress)
+	cmd.Stdout = io.MultiWriter(&stdout, env.progress.Writer())
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s %s: %w\n%s%s", env.goTool, strings.Join(args, " "), err, stdout.String(), stderr.String())

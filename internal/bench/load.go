@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // LoadRun is what one run of pod creates measured.
@@ -37,25 +35,6 @@ func (r LoadRun) Throughput() float64 {
 // P50 and P99 are the run's median and 99th-percentile create latencies.
 func (r LoadRun) P50() time.Duration { return r.Latencies.Percentile(50) }
 func (r LoadRun) P99() time.Duration { return r.Latencies.Percentile(99) }
-
-// loadClients returns n clientsets for config, each with its own transport and so its own
-// connection: n clients, not n goroutines multiplexed on one HTTP/2 connection.
-func loadClients(config *rest.Config, n int) ([]kubernetes.Interface, error) {
-	clients := make([]kubernetes.Interface, n)
-	for i := range clients {
-		c := rest.CopyConfig(config)
-		// client-go shares one transport between configs with the same TLS settings; a dial
-		// function of its own makes each client's transport, and connection, distinct.
-		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-		c.Dial = dialer.DialContext
-		client, err := kubernetes.NewForConfig(c)
-		if err != nil {
-			return nil, err
-		}
-		clients[i] = client
-	}
-	return clients, nil
-}
 
 // createLoad describes one bounded run of pod creates.
 type createLoad struct {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 )
 
 // The ways table 2 runs the policy, in the table's order.
@@ -83,11 +85,11 @@ func runPolicy(ctx context.Context, env *environment, opts PolicyOptions) (resul
 	if err := checkEquivalence(ctx, withPlugin.client, policyNamespace, PolicyPlugin, apierrors.IsForbidden); err != nil {
 		return nil, err
 	}
-	plainClients, err := loadClients(plain.config, opts.Load.Clients)
+	plainClients, err := controlplane.Clients(plain.config, opts.Load.Clients)
 	if err != nil {
 		return nil, err
 	}
-	pluginClients, err := loadClients(withPlugin.config, opts.Load.Clients)
+	pluginClients, err := controlplane.Clients(withPlugin.config, opts.Load.Clients)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
+	"github.com/portcullis-k8s/portcullis/internal/harness"
 )
 
 // ProfileOptions size `make pgo-profile`: the workload whose CPU profiles, merged, become
@@ -109,14 +110,7 @@ func CollectProfile(ctx context.Context, opts ProfileOptions) (err error) {
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
 	}
-	progress := opts.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	started := time.Now()
-	progressf := func(format string, args ...any) {
-		fmt.Fprintf(progress, "[%6s] %s\n", time.Since(started).Round(time.Second), fmt.Sprintf(format, args...))
-	}
+	progressf := harness.NewProgress(opts.Progress).Printf
 	binary := filepath.Join(opts.BinDir, "kube-apiserver")
 	files, err := controlplane.WritePKI(filepath.Join(opts.WorkDir, "pki"))
 	if err != nil {
@@ -170,7 +164,7 @@ func profileServer(ctx context.Context, opts ProfileOptions, binary string, file
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, server.stop()) }()
-	clients, err := loadClients(server.config, opts.Clients)
+	clients, err := controlplane.Clients(server.config, opts.Clients)
 	if err != nil {
 		return nil, err
 	}

@@ -3,11 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
+	"github.com/portcullis-k8s/portcullis/internal/harness"
 )
 
 // Results are everything one run of the harness measured.
@@ -35,12 +35,11 @@ type environment struct {
 	oursBinary, stockBinary, etcdBinary string
 	pki                                 *controlplane.PKI
 	workDir, repoRoot, goTool           string
-	progress                            io.Writer
-	started                             time.Time
+	progress                            *harness.Progress
 }
 
 func (e *environment) progressf(format string, args ...any) {
-	fmt.Fprintf(e.progress, "[%6s] %s\n", time.Since(e.started).Round(time.Second), fmt.Sprintf(format, args...))
+	e.progress.Printf(format, args...)
 }
 
 // Run measures the five tables, one after the other, so that no table's load disturbs
@@ -56,13 +55,9 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		workDir:     opts.WorkDir,
 		repoRoot:    opts.RepoRoot,
 		goTool:      opts.GoTool,
-		progress:    opts.Progress,
-		started:     time.Now(),
+		progress:    harness.NewProgress(opts.Progress),
 	}
-	if env.progress == nil {
-		env.progress = io.Discard
-	}
-	results := &Results{Options: opts, Machine: readMachine(), Started: env.started, LoadBefore: readLoadAverage()}
+	results := &Results{Options: opts, Machine: readMachine(), Started: env.progress.Started(), LoadBefore: readLoadAverage()}
 	var err error
 	if results.Ours, err = describeBinary(env.oursBinary); err != nil {
 		return nil, err

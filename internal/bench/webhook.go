@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/portcullis-k8s/portcullis/internal/harness"
 	"github.com/portcullis-k8s/portcullis/internal/pki"
 )
 
@@ -55,22 +53,7 @@ type webhookServer struct {
 // startWebhookServer writes a CA and a serving certificate for 127.0.0.1 into dir and serves
 // on a fresh port until close.
 func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	ca, err := pki.LoadOrCreateCA(dir, "webhook-ca")
-	if err != nil {
-		return nil, err
-	}
-	pair, err := ca.ServingCert(dir, "webhook", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading the webhook's serving certificate: %w", err)
-	}
-	caPEM, err := os.ReadFile(ca.CertFile)
+	cert, caPEM, err := pki.LoopbackServer(dir, "webhook")
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +72,7 @@ func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) 
 	mux.HandleFunc(holdPathPrefix, s.serveHold)
 	mux.HandleFunc(immediatePathPrefix, s.serveImmediate)
 	mux.HandleFunc(denyPath, s.serveDeny)
-	s.server = &http.Server{
-		Handler:           mux,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
+	s.server = harness.HTTPSServer(mux, cert)
 	go func() { _ = s.server.ServeTLS(listener, "", "") }()
 	return s, nil
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -128,4 +131,21 @@ func ControllerManagerFlags(files *PKI, kubeconfig, certDir string, port int) []
 		"--cluster-signing-key-file=" + files.CA.KeyFile,
 		"--leader-elect=false",
 	}
+}
+
+// Clients returns n clientsets for config, each with a dialer of its own: client-go shares
+// one transport, and so one HTTP/2 connection, between equal configs, and n clients would
+// otherwise be n streams on one connection rather than n connections.
+func Clients(config *rest.Config, n int) ([]kubernetes.Interface, error) {
+	clients := make([]kubernetes.Interface, n)
+	for i := range clients {
+		c := rest.CopyConfig(config)
+		c.Dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		client, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		clients[i] = client
+	}
+	return clients, nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -194,4 +195,31 @@ func publicKeyPEM(pub crypto.PublicKey) ([]byte, error) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, os.ErrNotExist)
+}
+
+// LoopbackServer writes into dir, unless they exist, a CA of its own (name-ca) and a serving
+// certificate for 127.0.0.1 (name) that it signs, and returns the certificate, loaded, and
+// the CA in PEM: what an HTTPS server on loopback (a test's webhook) serves with, and what
+// its clients (a webhook configuration's caBundle) trust.
+func LoopbackServer(dir, name string) (tls.Certificate, []byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	ca, err := LoadOrCreateCA(dir, name+"-ca")
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	pair, err := ca.ServingCert(dir, name, []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("loading %s's serving certificate: %w", name, err)
+	}
+	caPEM, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	return cert, caPEM, nil
 }

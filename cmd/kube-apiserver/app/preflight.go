@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -467,9 +468,21 @@ func withoutOurPlugins(args []string) []string {
 	for _, p := range portcullisadmission.Plugins() {
 		ours.Insert(p.Name)
 	}
+	// The server reads each list as one CSV record (pflag's string slices), so a name may
+	// be quoted: read and write it the same way.
 	strip := func(list string) string {
-		names := slices.DeleteFunc(strings.Split(list, ","), func(n string) bool { return ours.Has(strings.TrimSpace(n)) })
-		return strings.Join(names, ",")
+		names, err := csv.NewReader(strings.NewReader(list)).Read()
+		if err != nil {
+			return list // none (io.EOF), or malformed: the server refuses it, as stock does
+		}
+		names = slices.DeleteFunc(names, func(n string) bool { return ours.Has(strings.TrimSpace(n)) })
+		var b strings.Builder
+		w := csv.NewWriter(&b)
+		if err := w.Write(names); err != nil {
+			return list
+		}
+		w.Flush()
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	out := slices.Clone(args)
 	for i := 0; i < len(out); i++ {

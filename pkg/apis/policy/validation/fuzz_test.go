@@ -1,0 +1,138 @@
+package validation
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
+	deploypsp "github.com/portcullis-k8s/portcullis/build/deploy/podsecuritypolicy"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
+	psp "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy"
+)
+
+var fuzzScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// FuzzValidatePodSecurityPolicy decodes a policy/v1beta1 PodSecurityPolicy as the server
+// does (defaulted, converted to the internal type) and validates it for CREATE and UPDATE.
+// A policy validation accepts must also build a provider — the plugin would otherwise admit
+// no pod with it — and survive the round trip through v1beta1 unchanged. Seeds are the
+// shipped example policies and the tests' policies; crashers are kept under testdata/fuzz.
+func FuzzValidatePodSecurityPolicy(f *testing.F) {
+	for _, name := range []string{"privileged", "baseline", "restricted"} {
+		data, err := deploypsp.Policy(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, mutate := range []func(*policy.PodSecurityPolicy){
+		func(*policy.PodSecurityPolicy) {},
+		func(p *policy.PodSecurityPolicy) {
+			p.Spec.RunAsUser = policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyMustRunAs, Ranges: []policy.IDRange{{Min: 1, Max: 1}}}
+			p.Spec.RunAsGroup = &policy.RunAsGroupStrategyOptions{Rule: policy.RunAsGroupStrategyMayRunAs, Ranges: []policy.IDRange{{Min: 0, Max: 10}}}
+			p.Spec.SupplementalGroups = policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMayRunAs, Ranges: []policy.IDRange{{Min: 1, Max: 65535}}}
+			p.Spec.FSGroup = policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyMustRunAs, Ranges: []policy.IDRange{{Min: 2, Max: 3}}}
+			p.Spec.SELinux = policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyMustRunAs, SELinuxOptions: &core.SELinuxOptions{Level: "s0"}}
+		},
+		func(p *policy.PodSecurityPolicy) {
+			p.Annotations = map[string]string{
+				policy.SeccompAllowedProfilesAnnotationKey:  "runtime/default,docker/default,unconfined,localhost/profiles/audit.json,*",
+				policy.SeccompDefaultProfileAnnotationKey:   "runtime/default",
+				policy.AppArmorAllowedProfilesAnnotationKey: "runtime/default,localhost/k8s-nginx",
+				policy.AppArmorDefaultProfileAnnotationKey:  "runtime/default",
+			}
+			p.Spec.DefaultAddCapabilities = []core.Capability{"NET_BIND_SERVICE"}
+			p.Spec.AllowedCapabilities = []core.Capability{"SYS_TIME"}
+			p.Spec.RequiredDropCapabilities = []core.Capability{"NET_RAW"}
+		},
+		func(p *policy.PodSecurityPolicy) {
+			p.Spec.AllowedHostPaths = []policy.AllowedHostPath{{PathPrefix: "/var/log", ReadOnly: true}, {PathPrefix: "/foo..bar"}}
+			p.Spec.AllowedFlexVolumes = []policy.AllowedFlexVolume{{Driver: "example/lvm"}}
+			p.Spec.AllowedCSIDrivers = []policy.AllowedCSIDriver{{Name: "csi.example.com"}}
+			p.Spec.AllowedUnsafeSysctls = []string{"kernel.msg*", "net.ipv4.route.min_pmtu", "net/ipv4/tcp_syncookies"}
+			p.Spec.ForbiddenSysctls = []string{"kernel.shm_rmid_forced", "net.core.*"}
+			p.Spec.HostPorts = []policy.HostPortRange{{Min: 0, Max: 65535}, {Min: 80, Max: 80}}
+			p.Spec.AllowedProcMountTypes = []core.ProcMountType{core.DefaultProcMount, core.UnmaskedProcMount}
+		},
+		func(p *policy.PodSecurityPolicy) {
+			p.Spec.AllowPrivilegeEscalation = false
+			p.Spec.DefaultAllowPrivilegeEscalation = ptr.To(false)
+			p.Spec.RuntimeClass = &policy.RuntimeClassStrategyOptions{AllowedRuntimeClassNames: []string{"gvisor", "kata"}, DefaultRuntimeClassName: ptr.To("kata")}
+		},
+		func(p *policy.PodSecurityPolicy) {
+			p.Annotations = map[string]string{policy.SeccompAllowedProfilesAnnotationKey: "*,localhost/../etc/passwd"}
+			p.Spec.AllowedUnsafeSysctls = []string{"net.*"}
+			p.Spec.ForbiddenSysctls = []string{"net.ipv4.*"}
+			p.Spec.RuntimeClass = &policy.RuntimeClassStrategyOptions{AllowedRuntimeClassNames: []string{"*", "kata"}}
+		},
+	} {
+		p := validPSP()
+		mutate(p)
+		var versioned policyv1beta1.PodSecurityPolicy
+		if err := fuzzScheme.Convert(p, &versioned, nil); err != nil {
+			f.Fatal(err)
+		}
+		data, err := json.Marshal(&versioned)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	factory := psp.NewSimpleStrategyFactory()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var versioned policyv1beta1.PodSecurityPolicy
+		if err := yaml.Unmarshal(data, &versioned); err != nil {
+			return
+		}
+		fuzzScheme.Default(&versioned)
+		internal := &policy.PodSecurityPolicy{}
+		if err := fuzzScheme.Convert(&versioned, internal, nil); err != nil {
+			return
+		}
+		pristine := internal.DeepCopy()
+		errs := ValidatePodSecurityPolicy(internal)
+		if !apiequality.Semantic.DeepEqual(pristine, internal) {
+			t.Fatal("validation changed the policy")
+		}
+		if again := ValidatePodSecurityPolicy(internal); fmt.Sprint(again) != fmt.Sprint(errs) {
+			t.Fatalf("not deterministic: %v, then %v", errs, again)
+		}
+		if len(errs) > 0 {
+			return
+		}
+		// The registry sets the stored resourceVersion on an update.
+		oldPSP, newPSP := internal.DeepCopy(), internal.DeepCopy()
+		if newPSP.ResourceVersion == "" {
+			oldPSP.ResourceVersion, newPSP.ResourceVersion = "1", "1"
+		}
+		if errs := ValidatePodSecurityPolicyUpdate(oldPSP, newPSP); len(errs) > 0 {
+			t.Fatalf("a valid policy updated to itself is refused: %v", errs)
+		}
+		if _, err := psp.NewSimpleProvider(internal, "", factory); err != nil {
+			t.Fatalf("a valid policy builds no provider: %v", err)
+		}
+		var back policyv1beta1.PodSecurityPolicy
+		if err := fuzzScheme.Convert(internal, &back, nil); err != nil {
+			t.Fatalf("a valid policy does not convert back to v1beta1: %v", err)
+		}
+		roundTrip := &policy.PodSecurityPolicy{}
+		if err := fuzzScheme.Convert(&back, roundTrip, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !apiequality.Semantic.DeepEqual(internal, roundTrip) {
+			t.Fatalf("the round trip through v1beta1 changed the policy:\n%+v\n%+v", internal.Spec, roundTrip.Spec)
+		}
+	})
+}
