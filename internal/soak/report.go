@@ -245,7 +245,7 @@ func writeVerdict(b *bytes.Buffer, r *Results) {
 	b.WriteString("## Verdict\n\n")
 	failures := r.Failures()
 	if len(failures) == 0 {
-		b.WriteString("Every run kept every acknowledged pod, stored no refused pod, recovered from its fault, and logged no panic.\n")
+		b.WriteString("Every run kept every acknowledged pod, stored no refused pod, recovered from its fault, and logged no panic; every malformed request got a clear 4xx from ours, or the same answer stock gives it, and ours panicked on no request stock does not panic on.\n")
 		return
 	}
 	b.WriteString("Problems found:\n\n")
