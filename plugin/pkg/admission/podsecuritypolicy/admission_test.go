@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -303,7 +304,11 @@ type testInitializer struct{}
 func (testInitializer) Initialize(plugin admission.Interface) {
 	p := plugin.(*Plugin)
 	p.SetAuthorizer(authorizer.AuthorizerFunc(grants{}.Authorize))
-	p.SetDynamicClient(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()))
+	// The informer it starts may list before it sees the drain: let the fake answer that
+	// list (empty) rather than panic on a kind it was not told about.
+	p.SetDynamicClient(dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		{Group: "policy", Version: "v1beta1", Resource: "podsecuritypolicies"}: "PodSecurityPolicyList",
+	}))
 	drained := make(chan struct{})
 	close(drained)
 	p.SetDrainedNotification(drained)
