@@ -83,25 +83,9 @@ func (e *environment) runHAPair(ctx context.Context, binary string) (result *Run
 		return nil, err
 	}
 	stops = append(stops, webhooks.close)
-	servers := make([]*apiServer, 2)
-	for i := range servers {
-		s, err := startAPIServer(ctx, e.serverSetup(binary, etcd.clientURL), filepath.Join(dir, "apiserver-"+strconv.Itoa(i)))
-		if err != nil {
-			return nil, err
-		}
-		stops = append(stops, s.stop)
-		servers[i] = s
-	}
-	balancer, err := startBalancer(serverAddr(servers[0]), serverAddr(servers[1]))
+	setups := []serverSetup{e.serverSetup(binary, etcd.clientURL), e.serverSetup(binary, etcd.clientURL)}
+	servers, balancer, err := e.startBalancedPair(ctx, dir, binary, setups, webhooks, &stops)
 	if err != nil {
-		return nil, err
-	}
-	stops = append(stops, balancer.Close)
-	if err := e.prepare(ctx, servers[0], binary, webhooks); err != nil {
-		return nil, err
-	}
-	// The same chain through either server.
-	if err := e.waitInForce(ctx, servers[1], binary); err != nil {
 		return nil, err
 	}
 
@@ -164,4 +148,34 @@ func writeHATable(b *bytes.Buffer, runs []*RunResult, recoveryNote string) {
 	}
 	b.WriteString("\n")
 	writeChecks(b, runs)
+}
+
+// startBalancedPair starts a server for each setup and a balancer in front of them,
+// registers the policy and the webhooks through the first and waits until the same chain
+// is in force through the second. What it starts is appended to stops.
+func (e *environment) startBalancedPair(ctx context.Context, dir, binary string, setups []serverSetup, webhooks *webhookServer, stops *[]func() error) ([]*apiServer, *tcpBalancer, error) {
+	servers := make([]*apiServer, len(setups))
+	addrs := make([]string, len(setups))
+	for i, setup := range setups {
+		s, err := startAPIServer(ctx, setup, filepath.Join(dir, "apiserver-"+strconv.Itoa(i)))
+		if err != nil {
+			return nil, nil, err
+		}
+		*stops = append(*stops, s.stop)
+		servers[i], addrs[i] = s, serverAddr(s)
+	}
+	balancer, err := startBalancer(addrs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	*stops = append(*stops, balancer.Close)
+	if err := e.prepare(ctx, servers[0], binary, webhooks); err != nil {
+		return nil, nil, err
+	}
+	for _, s := range servers[1:] {
+		if err := e.waitInForce(ctx, s, binary); err != nil {
+			return nil, nil, err
+		}
+	}
+	return servers, balancer, nil
 }

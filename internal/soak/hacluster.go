@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,25 +77,13 @@ func (e *environment) runHACluster(ctx context.Context) (result *HAClusterResult
 		return nil, err
 	}
 	stops = append(stops, webhooks.close)
-	servers := make([]*apiServer, len(haAdvertiseAddresses))
-	for i, address := range haAdvertiseAddresses {
+	var setups []serverSetup
+	for _, address := range haAdvertiseAddresses {
 		flags := append(etcd.apiServerFlags(), "--endpoint-reconciler-type=lease", "--advertise-address="+address)
-		s, err := startAPIServer(ctx, e.serverSetup(Ours, "", flags...), filepath.Join(dir, "apiserver-"+strconv.Itoa(i)))
-		if err != nil {
-			return nil, err
-		}
-		stops = append(stops, s.stop)
-		servers[i] = s
+		setups = append(setups, e.serverSetup(Ours, "", flags...))
 	}
-	balancer, err := startBalancer(serverAddr(servers[0]), serverAddr(servers[1]))
+	servers, balancer, err := e.startBalancedPair(ctx, dir, Ours, setups, webhooks, &stops)
 	if err != nil {
-		return nil, err
-	}
-	stops = append(stops, balancer.Close)
-	if err := e.prepare(ctx, servers[0], Ours, webhooks); err != nil {
-		return nil, err
-	}
-	if err := e.waitInForce(ctx, servers[1], Ours); err != nil {
 		return nil, err
 	}
 	admin := servers[0].client
