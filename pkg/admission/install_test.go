@@ -289,10 +289,17 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 	if diff := cmp.Diff(sets.List(want), opts.Plugins.Registered()); diff != "" {
 		t.Errorf("registered plugins differ from stock's plus ours (-want +got):\n%s", diff)
 	}
-	configs := map[string]string{
-		"none":            "",
-		"upstream's kind": "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n",
-		"our kind":        "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
+	// With no settings of ours, the name builds upstream's own plugin: the server is stock's.
+	// With a setting of our dispatch, ours.
+	const upstreamWebhookPackage = "k8s.io/apiserver/pkg/admission/plugin/webhook/"
+	configs := []struct {
+		name, config string
+		ours         bool
+	}{
+		{"none", "", false},
+		{"upstream's kind", "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n", false},
+		{"our kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n", false},
+		{"our kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n", true},
 	}
 	for _, r := range Replacements() {
 		if !slices.Contains(stock.RecommendedPluginOrder, r.Name) || stock.DefaultOffPlugins.Has(r.Name) {
@@ -301,18 +308,25 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		if slices.Index(opts.RecommendedPluginOrder, r.Name) < 0 || opts.DefaultOffPlugins.Has(r.Name) {
 			t.Errorf("%s lost its place or default in our order", r.Name)
 		}
-		for name, config := range configs {
-			t.Run(r.Name+"/"+name, func(t *testing.T) {
+		for _, c := range append(configs, struct {
+			name, config string
+			ours         bool
+		}{"our example", r.ExampleConfig, true}) {
+			t.Run(r.Name+"/"+c.name, func(t *testing.T) {
 				var reader io.Reader
-				if config != "" {
-					reader = strings.NewReader(config)
+				if c.config != "" {
+					reader = strings.NewReader(c.config)
 				}
 				plugin, err := opts.Plugins.InitPlugin(r.Name, reader, fakeInitializers(t))
 				if err != nil {
 					t.Fatalf("building %s: %v", r.Name, err)
 				}
-				if pkg := reflect.TypeOf(plugin).Elem().PkgPath(); !strings.HasPrefix(pkg, "github.com/portcullis-k8s/portcullis/") {
+				pkg := reflect.TypeOf(plugin).Elem().PkgPath()
+				switch {
+				case c.ours && !strings.HasPrefix(pkg, "github.com/portcullis-k8s/portcullis/"):
 					t.Errorf("%s builds %s's plugin, want ours", r.Name, pkg)
+				case !c.ours && !strings.HasPrefix(pkg, upstreamWebhookPackage):
+					t.Errorf("%s builds %s's plugin, want upstream's own", r.Name, pkg)
 				}
 				_, mutates := plugin.(genericadmission.MutationInterface)
 				_, validates := plugin.(genericadmission.ValidationInterface)

@@ -75,27 +75,29 @@ func Plugins() []Plugin {
 	}
 }
 
-// Replacements returns the upstream plugins this distribution replaces with its own, under
-// the same names: ours takes upstream's place in the chain, upstream's default (on), and
-// upstream's configuration kind, and adds a configuration kind of ours. Upstream's plugin of
-// the name is then not registered at all.
+// Replacements returns the upstream plugins this distribution registers under upstream's
+// names: the name keeps upstream's place in the chain, upstream's default (on) and upstream's
+// configuration kind, and adds a configuration kind of ours. Upstream's registration of the
+// name is then not made; ours builds upstream's own plugin unless the name's entry in the
+// admission config file asks for something of ours.
 func Replacements() []Replacement {
 	return []Replacement{
 		{
-			// Ours replaces MutatingAdmissionWebhook: our dispatch (breakers, budget, one
-			// serialization per change) over upstream's matching.
+			// MutatingAdmissionWebhook: upstream's plugin, or, with settings of ours, our
+			// dispatch (breakers, budget, one serialization per change) over upstream's matching.
 			Name:          webhookmutating.PluginName,
 			Phase:         Mutating,
 			Register:      webhookmutating.Register,
 			ExampleConfig: webhook.ExampleConfig,
 		},
 		{
-			// Ours replaces ValidatingAdmissionWebhook: our dispatch (breakers, budget, early
-			// exit at the first denial) over upstream's matching.
+			// ValidatingAdmissionWebhook: upstream's plugin, or, with settings of ours, our
+			// dispatch (breakers, budget, early exit at the first denial) over upstream's
+			// matching.
 			Name:          webhookvalidating.PluginName,
 			Phase:         Validating,
 			Register:      webhookvalidating.Register,
-			ExampleConfig: webhook.ExampleConfig,
+			ExampleConfig: webhook.ExampleValidatingConfig,
 		},
 	}
 }

@@ -1,7 +1,10 @@
 package webhook
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -10,12 +13,14 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// A breaker is kept per webhook, keyed by the webhook's identity within its configuration
-// (upstream's accessor UID: configuration name, webhook name, ordinal), not per resolved
-// endpoint: failurePolicy and timeoutSeconds are per webhook, one service often serves
-// several webhooks on different paths that fail independently, and operators and the stock
-// metrics name webhooks, not endpoints. A configuration change makes upstream build new
-// accessors for it; a breaker that sees a new accessor for its key starts afresh.
+// A breaker is kept per webhook, not per resolved endpoint: failurePolicy and timeoutSeconds
+// are per webhook, one service often serves several webhooks on different paths that fail
+// independently, and operators and the stock metrics name webhooks, not endpoints. It is
+// keyed by what identifies the webhook and determines its health: its configuration (name
+// and UID, so a deleted and recreated configuration starts afresh), its name, and a hash of
+// its clientConfig and timeoutSeconds. Upstream rebuilds its accessors on every informer
+// event (a resync, a no-op rewrite by an injector); the key, and so the breaker, survives
+// that, and changes when the webhook's endpoint or timeout does.
 
 // breakerState is a breaker's state; its value is the breaker-state metric's.
 type breakerState int
@@ -47,16 +52,22 @@ type Breakers struct {
 	metrics *Metrics
 	step    string
 
+	// configurationUID returns the UID of the webhook configuration of a name ("" when
+	// unknown: a static manifest's, or before the plugin has its informers).
+	configurationUID func(name string) string
+
 	mu        sync.Mutex
 	byWebhook map[string]*breaker
+	// keys caches each accessor's key: an accessor's webhook never changes, and upstream
+	// hands out the same accessors until a configuration event. Cleared by sweep.
+	keys      map[webhook.WebhookAccessor]string
 	lastSweep time.Time
 }
 
 type breaker struct {
-	// accessor is the configuration generation the breaker belongs to.
-	accessor webhook.WebhookAccessor
-	name     string
-	state    breakerState
+	key   string
+	name  string
+	state breakerState
 	// failures counts consecutive failed calls while closed.
 	failures int
 	// backoff is the current wait between probes.
@@ -80,14 +91,55 @@ func NewBreakers(settings BreakerSettings, step string, metrics *Metrics, clk cl
 		metrics:   metrics,
 		step:      step,
 		byWebhook: map[string]*breaker{},
+		keys:      map[webhook.WebhookAccessor]string{},
 	}
+}
+
+// SetConfigurationUIDs tells the breakers how to find a configuration's UID by its name (a
+// lister of the plugin's webhook configurations). Without it, configurations are told apart
+// by name alone.
+func (bs *Breakers) SetConfigurationUIDs(uid func(name string) string) {
+	if bs == nil {
+		return
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	bs.configurationUID = uid
+}
+
+// keyOf is h's breaker key; bs.mu is held.
+func (bs *Breakers) keyOf(h webhook.WebhookAccessor) string {
+	if key, ok := bs.keys[h]; ok {
+		return key
+	}
+	uid := ""
+	if bs.configurationUID != nil {
+		uid = bs.configurationUID(h.GetConfigurationName())
+	}
+	key := BreakerKey(h.GetConfigurationName(), uid, h.GetName(), h.GetClientConfig(), h.GetTimeoutSeconds())
+	bs.keys[h] = key
+	return key
+}
+
+// BreakerKey is the identity a breaker is kept under: the configuration's name and UID, the
+// webhook's name, and a hash of what determines how its calls fare (its clientConfig and
+// timeoutSeconds). Not its position in the configuration, nor its rules or selectors.
+func BreakerKey(configuration, uid, name string, clientConfig any, timeoutSeconds *int32) string {
+	h := fnv.New64a()
+	// Marshalling a struct is deterministic; it cannot fail for API types.
+	raw, _ := json.Marshal(struct {
+		ClientConfig   any    `json:"c"`
+		TimeoutSeconds *int32 `json:"t"`
+	}{clientConfig, timeoutSeconds})
+	h.Write(raw)
+	return configuration + "/" + uid + "/" + name + "/" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Permit is a breaker's answer to a call about to be made.
 type Permit struct {
 	b *Breakers
-	// key is empty when the breakers are off.
-	key   string
+	// br is the breaker that granted it; nil when the breakers are off.
+	br    *breaker
 	probe bool
 }
 
@@ -119,23 +171,23 @@ func (bs *Breakers) Allow(h webhook.WebhookAccessor) (Permit, *BreakerOpenError)
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	bs.sweep(now)
-	key := h.GetUID()
+	key := bs.keyOf(h)
 	b := bs.byWebhook[key]
-	if b == nil || b.accessor != h {
-		// New, or a changed configuration: the old breaker's state says nothing of the new
-		// webhook.
-		b = &breaker{accessor: h, name: h.GetName(), backoff: bs.settings.InitialBackoff}
+	if b == nil {
+		// New, or its endpoint, timeout or configuration changed: what an earlier breaker
+		// learnt says nothing of this webhook.
+		b = &breaker{key: key, name: h.GetName(), backoff: bs.settings.InitialBackoff}
 		bs.byWebhook[key] = b
 		bs.metrics.setBreakerState(b.name, bs.step, breakerClosed)
 	}
 	b.lastUsed = now
 	switch {
 	case b.state == breakerClosed:
-		return Permit{b: bs, key: key}, nil
+		return Permit{b: bs, br: b}, nil
 	case (!b.probing || now.Sub(b.probeStarted) > probeExpiry) && !now.Before(b.probeAt):
 		b.probing, b.probeStarted = true, now
 		bs.setState(b, breakerHalfOpen)
-		return Permit{b: bs, key: key, probe: true}, nil
+		return Permit{b: bs, br: b, probe: true}, nil
 	default:
 		return Permit{}, &BreakerOpenError{
 			Failures: b.failures, LastErr: b.lastErr,
@@ -157,17 +209,19 @@ const (
 	Abandoned
 )
 
-// Done reports the outcome of the permitted call. reason is the failure, when Failed.
+// Done reports the outcome of the permitted call to the breaker that permitted it. reason is
+// the failure, when Failed. An outcome for a breaker no longer kept (its webhook changed, or
+// it was swept) says nothing of the webhook now in force, and is dropped.
 func (p Permit) Done(outcome Outcome, reason error) {
-	if p.key == "" {
+	if p.br == nil {
 		return
 	}
 	bs := p.b
 	now := bs.clock.Now()
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	b := bs.byWebhook[p.key]
-	if b == nil {
+	b := p.br
+	if bs.byWebhook[b.key] != b {
 		return
 	}
 	if p.probe {
@@ -223,6 +277,8 @@ func (bs *Breakers) sweep(now time.Time) {
 		return
 	}
 	bs.lastSweep = now
+	// Accessors of past configuration events are let go; the keys in use are found again.
+	clear(bs.keys)
 	for key, b := range bs.byWebhook {
 		if now.Sub(b.lastUsed) > breakerIdleExpiry {
 			delete(bs.byWebhook, key)
@@ -249,7 +305,7 @@ func (bs *Breakers) nameInUse(name string) bool {
 func (bs *Breakers) State(h webhook.WebhookAccessor) string {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if b := bs.byWebhook[h.GetUID()]; b != nil && b.accessor == h {
+	if b := bs.byWebhook[bs.keyOf(h)]; b != nil {
 		return b.state.String()
 	}
 	return breakerClosed.String()

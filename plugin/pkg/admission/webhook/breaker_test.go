@@ -12,7 +12,16 @@ import (
 )
 
 func accessor(config, name string) webhook.WebhookAccessor {
-	return webhook.NewValidatingWebhookAccessor(config+"/"+name+"/0", config, &admissionregistrationv1.ValidatingWebhook{Name: name})
+	return accessorFor(config, &admissionregistrationv1.ValidatingWebhook{Name: name, ClientConfig: clientConfig("https://hook.example.com/validate")})
+}
+
+// accessorFor is a new accessor of h, as upstream builds one at every configuration event.
+func accessorFor(config string, h *admissionregistrationv1.ValidatingWebhook) webhook.WebhookAccessor {
+	return webhook.NewValidatingWebhookAccessor(config+"/"+h.Name+"/0", config, h)
+}
+
+func clientConfig(url string) admissionregistrationv1.WebhookClientConfig {
+	return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: []byte("bundle")}
 }
 
 func newTestBreakers(threshold int) (*Breakers, *testingclock.FakePassiveClock) {
@@ -155,24 +164,80 @@ func TestBreakerLostProbeExpires(t *testing.T) {
 	}
 }
 
-func TestBreakerResetsOnConfigurationChange(t *testing.T) {
+func TestBreakerIdentity(t *testing.T) {
+	base := func() *admissionregistrationv1.ValidatingWebhook {
+		return &admissionregistrationv1.ValidatingWebhook{Name: "hook.example.com", ClientConfig: clientConfig("https://hook.example.com/validate"), TimeoutSeconds: ptr(int32(10))}
+	}
+	for _, tc := range []struct {
+		name string
+		// change is what the configuration event did; uid is the configuration's UID after it.
+		change   func(*admissionregistrationv1.ValidatingWebhook)
+		uid      string
+		wantOpen bool
+	}{
+		{name: "a resync rebuilds the accessors", change: func(*admissionregistrationv1.ValidatingWebhook) {}, uid: "uid-1", wantOpen: true},
+		{name: "a no-op rewrite by an injector", change: func(h *admissionregistrationv1.ValidatingWebhook) { h.ClientConfig.CABundle = []byte("bundle") }, uid: "uid-1", wantOpen: true},
+		{name: "rules and selectors do not make another webhook", change: func(h *admissionregistrationv1.ValidatingWebhook) {
+			h.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}}}
+		}, uid: "uid-1", wantOpen: true},
+		{name: "another endpoint", change: func(h *admissionregistrationv1.ValidatingWebhook) {
+			h.ClientConfig = clientConfig("https://other.example.com/validate")
+		}, uid: "uid-1"},
+		{name: "another CA bundle", change: func(h *admissionregistrationv1.ValidatingWebhook) { h.ClientConfig.CABundle = []byte("rotated") }, uid: "uid-1"},
+		{name: "another timeout", change: func(h *admissionregistrationv1.ValidatingWebhook) { h.TimeoutSeconds = ptr(int32(5)) }, uid: "uid-1"},
+		{name: "the configuration deleted and recreated", change: func(*admissionregistrationv1.ValidatingWebhook) {}, uid: "uid-2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bs, _ := newTestBreakers(1)
+			uid := "uid-1"
+			bs.SetConfigurationUIDs(func(name string) string {
+				if name != "cfg" {
+					t.Errorf("looked up the UID of configuration %q", name)
+				}
+				return uid
+			})
+			fail(t, bs, accessorFor("cfg", base()), 1)
+			changed := base()
+			tc.change(changed)
+			uid = tc.uid
+			_, open := bs.Allow(accessorFor("cfg", changed))
+			if (open != nil) != tc.wantOpen {
+				t.Fatalf("breaker open after the event: %v, want %v", open, tc.wantOpen)
+			}
+		})
+	}
+}
+
+func TestBreakersArePerWebhook(t *testing.T) {
 	bs, _ := newTestBreakers(1)
-	old := accessor("cfg", "hook.example.com")
-	fail(t, bs, old, 1)
-	if _, open := bs.Allow(old); open == nil {
-		t.Fatal("breaker did not open")
-	}
-	// Upstream builds new accessors, with the same UID, when a configuration changes.
-	changed := accessor("cfg", "hook.example.com")
-	if _, open := bs.Allow(changed); open != nil {
-		t.Fatalf("a changed configuration's webhook inherited the open breaker: %v", open)
-	}
-	// Breakers are per webhook: another webhook is unaffected by this one.
-	fail(t, bs, changed, 1)
+	fail(t, bs, accessor("cfg", "hook.example.com"), 1)
 	if _, open := bs.Allow(accessor("cfg", "other.example.com")); open != nil {
 		t.Fatalf("another webhook's breaker opened: %v", open)
 	}
+	if _, open := bs.Allow(accessor("another-cfg", "hook.example.com")); open != nil {
+		t.Fatalf("the same webhook name in another configuration shares the breaker: %v", open)
+	}
 }
+
+func TestPermitOfAChangedWebhookIsDropped(t *testing.T) {
+	bs, _ := newTestBreakers(1)
+	old := &admissionregistrationv1.ValidatingWebhook{Name: "hook.example.com", ClientConfig: clientConfig("https://old.example.com/")}
+	permit, open := bs.Allow(accessorFor("cfg", old))
+	if open != nil {
+		t.Fatal(open)
+	}
+	// The webhook moves to another endpoint while the old call is out; the old call fails.
+	moved := &admissionregistrationv1.ValidatingWebhook{Name: "hook.example.com", ClientConfig: clientConfig("https://new.example.com/")}
+	if _, open := bs.Allow(accessorFor("cfg", moved)); open != nil {
+		t.Fatal(open)
+	}
+	permit.Done(Failed, errRefused)
+	if _, open := bs.Allow(accessorFor("cfg", moved)); open != nil {
+		t.Fatalf("the old endpoint's failure opened the new endpoint's breaker: %v", open)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestBreakerJitterStaysWithinAFifth(t *testing.T) {
 	bs, _ := newTestBreakers(1)

@@ -9,16 +9,23 @@ import (
 )
 
 // Budget is one request's webhook time budget: the calls of a request must end by its end,
-// which comes DeadlineMargin before the request's own deadline (and MaxDuration after the
-// request was received, when set), so that the rest of the request (the other admission
-// plugins, the write to etcd) still has time when webhooks are slow. The mutating and
-// validating plugins compute it from the same deadline, so they share it.
+// which comes a margin before the request's own deadline (and MaxDuration after the request
+// was received, when set), so that the rest of the request (the other admission plugins, the
+// write to etcd) still has time when webhooks are slow. The margin is DeadlineMargin, but
+// never more than a tenth of the request's timeout: a client's short timeout (kubectl
+// --request-timeout=2s) shortens the margin with it, so a healthy webhook is always called.
+// The mutating and validating plugins compute it from the same deadline, so they share it.
 type Budget struct {
 	end time.Time
 	// margin is kept for the messages.
 	margin time.Duration
-	set    bool
+	// span is the budget's whole length, from the request's receipt to end (0: unknown).
+	span time.Duration
+	set  bool
 }
+
+// marginFraction: the margin is at most the request's timeout divided by this.
+const marginFraction = 10
 
 // For returns ctx's request's budget; a nil *BudgetSettings, or a request without a deadline
 // or receipt time, gives none.
@@ -26,16 +33,22 @@ func (s *BudgetSettings) For(ctx context.Context) Budget {
 	if s == nil {
 		return Budget{}
 	}
+	received, hasReceived := endpointsrequest.ReceivedTimestampFrom(ctx)
 	var b Budget
 	if deadline, ok := ctx.Deadline(); ok {
-		b = Budget{end: deadline.Add(-s.DeadlineMargin), margin: s.DeadlineMargin, set: true}
-	}
-	if s.MaxDuration > 0 {
-		if received, ok := endpointsrequest.ReceivedTimestampFrom(ctx); ok {
-			if end := received.Add(s.MaxDuration); !b.set || end.Before(b.end) {
-				b = Budget{end: end, margin: b.margin, set: true}
-			}
+		margin := s.DeadlineMargin
+		if hasReceived {
+			margin = min(margin, deadline.Sub(received)/marginFraction)
 		}
+		b = Budget{end: deadline.Add(-margin), margin: margin, set: true}
+	}
+	if s.MaxDuration > 0 && hasReceived {
+		if end := received.Add(s.MaxDuration); !b.set || end.Before(b.end) {
+			b = Budget{end: end, margin: b.margin, set: true}
+		}
+	}
+	if b.set && hasReceived {
+		b.span = b.end.Sub(received)
 	}
 	return b
 }
@@ -48,13 +61,18 @@ func (b Budget) Fit(now time.Time, own time.Duration) (time.Duration, *BudgetErr
 		return own, nil
 	}
 	left := b.end.Sub(now)
+	// What the budget would give this webhook at best: its own timeout, within the span.
+	entitled := own
+	if b.span > 0 && (own <= 0 || own > b.span) {
+		entitled = b.span
+	}
 	if left <= 0 {
-		return 0, &BudgetError{Shed: true, Own: own, Margin: b.margin}
+		return 0, &BudgetError{Shed: true, Own: own, Margin: b.margin, Entitled: entitled}
 	}
 	if own > 0 && own <= left {
 		return own, nil
 	}
-	return left, &BudgetError{Left: left, Own: own, Margin: b.margin}
+	return left, &BudgetError{Left: left, Own: own, Margin: b.margin, Entitled: entitled}
 }
 
 // BudgetError says the budget cut a call short, or left it no time at all.
@@ -66,6 +84,17 @@ type BudgetError struct {
 	// Own is the webhook's own timeout (0: none).
 	Own    time.Duration
 	Margin time.Duration
+	// Entitled is the most the budget could give the call: its own timeout, within the
+	// budget's whole span (0: unknown).
+	Entitled time.Duration
+}
+
+// CountsAgainstWebhook says whether a cut call that ran out of its time says something of
+// the webhook: it does when the call was given at least half of what the budget could ever
+// give it. So a blackholed webhook opens its breaker even when maxDuration is below its
+// timeoutSeconds, and a webhook the request reached with little time left is not blamed.
+func (e *BudgetError) CountsAgainstWebhook() bool {
+	return !e.Shed && e.Entitled > 0 && e.Left >= e.Entitled/2
 }
 
 func (e *BudgetError) Error() string {

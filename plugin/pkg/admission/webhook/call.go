@@ -30,8 +30,11 @@ import (
 // EncodedObjects holds the JSON of the objects sent to webhooks during one dispatch, by
 // object identity: an object is serialized once per change, not once per webhook. The bytes
 // are what stock sends (encoding/json's, which a RawExtension holding the object marshals
-// to), so every webhook receives the same request body as from stock. Objects must not be
-// changed in place while cached; the dispatchers replace them on every change.
+// to), so every webhook receives the same request body as from stock. An object must not be
+// changed in place while cached: the dispatchers replace the object on every patch, and
+// Reset the cache whenever upstream's conversion may have rewritten one in place
+// (admission.ConvertVersionedAttributes writes the request's object, and ConvertToGVK
+// hands that same object back when its version already matches).
 type EncodedObjects struct {
 	mu    sync.Mutex
 	bytes map[runtime.Object][]byte
@@ -53,6 +56,13 @@ func (e *EncodedObjects) JSON(obj runtime.Object) ([]byte, error) {
 	}
 	e.bytes[obj] = raw
 	return raw, nil
+}
+
+// Reset forgets every object's JSON.
+func (e *EncodedObjects) Reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	clear(e.bytes)
 }
 
 // fill replaces a request's objects by their cached JSON.
@@ -85,29 +95,37 @@ type Call struct {
 	Mutating bool
 }
 
-// Do makes the call and returns the webhook's verified response, having recorded its audit
-// annotations and warnings. Errors are upstream's: *webhookutil.ErrCallingWebhook when the
-// call failed, a *apierrors.StatusError otherwise. The Outcome is for the breaker.
-func (c *Call) Do(ctx context.Context) (*webhookrequest.AdmissionResponse, Outcome, error) {
+// Respond handles a webhook's verified response within the call's trace span (the mutating
+// plugin applies the patch there, as stock does), and says what the response tells of the
+// webhook's health.
+type Respond func(result *webhookrequest.AdmissionResponse, span *tracing.Span) (Outcome, error)
+
+// Do makes the call, records the response's audit annotations and warnings, and hands the
+// response to respond. Errors are upstream's: *webhookutil.ErrCallingWebhook when the call
+// failed, a *apierrors.StatusError or *webhookutil.ErrWebhookRejection from respond. The
+// Outcome is for the breaker.
+func (c *Call) Do(ctx context.Context, respond Respond) (Outcome, error) {
 	attr := c.Attr
 	if attr.Attributes.IsDryRun() {
 		if c.SideEffects == nil {
-			return nil, Abandoned, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("Webhook SideEffects is nil"), Status: apierrors.NewBadRequest("Webhook SideEffects is nil")}
+			return Abandoned, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("Webhook SideEffects is nil"), Status: apierrors.NewBadRequest("Webhook SideEffects is nil")}
 		}
 		if s := *c.SideEffects; s != admissionregistrationv1.SideEffectClassNone && s != admissionregistrationv1.SideEffectClassNoneOnDryRun {
-			return nil, Abandoned, webhookerrors.NewDryRunUnsupportedErr(c.Name)
+			return Abandoned, webhookerrors.NewDryRunUnsupportedErr(c.Name)
 		}
 	}
 	uid, request, response, err := webhookrequest.CreateAdmissionObjects(attr, c.Invocation)
-	if err == nil {
-		err = c.encodeObjects(request)
-	}
 	if err != nil {
-		return nil, Abandoned, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("could not create admission objects: %w", err), Status: apierrors.NewBadRequest("error creating admission objects")}
+		return Abandoned, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("could not create admission objects: %w", err), Status: apierrors.NewBadRequest("error creating admission objects")}
 	}
 	client, err := c.Invocation.Webhook.GetRESTClient(c.ClientManager)
 	if err != nil {
-		return nil, Failed, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("could not get REST client: %w", err), Status: apierrors.NewInternalError(err)}
+		return Failed, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("could not get REST client: %w", err), Status: apierrors.NewInternalError(err)}
+	}
+	if err := c.encodeObjects(request); err != nil {
+		// Where stock's client fails to encode the request body: a failed call, under the
+		// webhook's failure policy, that says nothing of the webhook.
+		return Abandoned, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("failed to call webhook: %w", err), Status: apierrors.NewServiceUnavailable("error calling webhook")}
 	}
 	spanName := "Call validating webhook"
 	if c.Mutating {
@@ -159,17 +177,20 @@ func (c *Call) Do(ctx context.Context) (*webhookrequest.AdmissionResponse, Outco
 		case parent.Err() != nil:
 			outcome = Abandoned
 		case c.Budget != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-			// Cut short by the budget: the webhook might have answered in its own time.
+			// Cut short by the budget: the webhook might have answered in its own time,
+			// unless it had most of that time.
 			reason = fmt.Errorf("%w: %w", c.Budget, err)
-			outcome = Abandoned
+			if !c.Budget.CountsAgainstWebhook() {
+				outcome = Abandoned
+			}
 		}
-		return nil, outcome, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: reason, Status: status}
+		return outcome, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: reason, Status: status}
 	}
 	span.AddEvent("Request completed")
 
 	result, err := webhookrequest.VerifyAdmissionResponse(uid, c.Mutating, response)
 	if err != nil {
-		return nil, Failed, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("received invalid webhook response: %w", err), Status: apierrors.NewServiceUnavailable("error validating webhook response")}
+		return Failed, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("received invalid webhook response: %w", err), Status: apierrors.NewServiceUnavailable("error validating webhook response")}
 	}
 	for k, v := range result.AuditAnnotations {
 		key := c.Name + "/" + k
@@ -180,7 +201,7 @@ func (c *Call) Do(ctx context.Context) (*webhookrequest.AdmissionResponse, Outco
 	for _, w := range result.Warnings {
 		warning.AddWarning(ctx, "", w)
 	}
-	return result, Succeeded, nil
+	return respond(result, span)
 }
 
 func (c *Call) encodeObjects(request runtime.Object) error {

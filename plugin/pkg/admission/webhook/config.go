@@ -56,9 +56,18 @@ type Configuration struct {
 	Breaker *BreakerSettings
 	// Budget, when not nil, turns the time budget on.
 	Budget *BudgetSettings
-	// Upstream is the entry in upstream's own kind, for generic.NewWebhook (which loads the
-	// kubeconfig and the static manifests directory); nil when the file has no entry.
+	// EarlyExit: the validating dispatch answers at the first denial.
+	EarlyExit bool
+	// Upstream is the entry in upstream's own kind, for upstream's constructors (which load
+	// the kubeconfig and the static manifests directory); nil when the file has no entry.
 	Upstream io.Reader
+}
+
+// Ours says whether the entry asks for anything of our dispatch. When it does not, the
+// plugin is upstream's own, built from Upstream: with no settings of ours the server is
+// stock's.
+func (c *Configuration) Ours() bool {
+	return c.Breaker != nil || c.Budget != nil || c.EarlyExit
 }
 
 // BreakerSettings are the circuit breakers' settings, defaulted.
@@ -75,11 +84,19 @@ type BudgetSettings struct {
 	MaxDuration time.Duration
 }
 
+// Plugin kinds, for LoadConfiguration: which settings an entry may carry.
+const (
+	MutatingPlugin   = false
+	ValidatingPlugin = true
+)
+
 // LoadConfiguration reads a webhook plugin's entry of the admission config file. An entry in
-// upstream's kind (or none) is handed to upstream unchanged and gives stock's dispatch; an
-// entry in WebhookDispatchConfiguration is decoded strictly, defaulted and validated, and
-// its kubeConfigFile and staticManifestsDir are handed to upstream in upstream's kind.
-func LoadConfiguration(pluginName string, r io.Reader) (*Configuration, error) {
+// upstream's kind (or none) is handed to upstream unchanged; an entry in
+// WebhookDispatchConfiguration is decoded strictly, defaulted and validated, and its
+// kubeConfigFile and staticManifestsDir are handed to upstream in upstream's kind.
+// validating says which of the two plugins the entry is for (earlyExit is the validating
+// plugin's only).
+func LoadConfiguration(pluginName string, validating bool, r io.Reader) (*Configuration, error) {
 	if r == nil {
 		return &Configuration{}, nil
 	}
@@ -102,7 +119,11 @@ func LoadConfiguration(pluginName string, r io.Reader) (*Configuration, error) {
 			admissionv1alpha1.SchemeGroupVersion.WithKind("WebhookDispatchConfiguration"))
 	}
 	SetDefaults(cfg)
-	if errs := Validate(cfg); len(errs) > 0 {
+	errs := Validate(cfg)
+	if cfg.EarlyExit && !validating {
+		errs = append(errs, field.Invalid(field.NewPath("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
+	}
+	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid configuration: %w", pluginName, errs.ToAggregate())
 	}
 	return newConfiguration(cfg)
@@ -118,7 +139,7 @@ func newConfiguration(cfg *admissionv1alpha1.WebhookDispatchConfiguration) (*Con
 	if err != nil {
 		return nil, err
 	}
-	out := &Configuration{Upstream: bytes.NewReader(upstream)}
+	out := &Configuration{Upstream: bytes.NewReader(upstream), EarlyExit: cfg.EarlyExit}
 	if b := cfg.CircuitBreaker; b != nil {
 		out.Breaker = &BreakerSettings{
 			FailureThreshold: int(*b.FailureThreshold),
@@ -189,7 +210,7 @@ func durationWithin(path *field.Path, d, low, high time.Duration) field.ErrorLis
 	return nil
 }
 
-// ExampleConfig is a sample entry configuration for either webhook plugin in
+// ExampleConfig is a sample entry configuration for MutatingAdmissionWebhook in
 // --admission-control-config-file: breakers and budget on, at their defaults. A
 // kubeConfigFile line, when webhooks need the server to authenticate, goes beside them.
 const ExampleConfig = `apiVersion: admission.portcullis.io/v1alpha1
@@ -201,3 +222,7 @@ circuitBreaker:
 timeBudget:
   deadlineMargin: 2s
 `
+
+// ExampleValidatingConfig is ExampleConfig for ValidatingAdmissionWebhook, with its early
+// exit on.
+const ExampleValidatingConfig = ExampleConfig + "earlyExit: true\n"

@@ -15,6 +15,11 @@ func TestLoadConfiguration(t *testing.T) {
 		wantErr     []string
 		wantBreaker *BreakerSettings
 		wantBudget  *BudgetSettings
+		// validating: the entry is ValidatingAdmissionWebhook's.
+		validating bool
+		wantEarly  bool
+		// wantOurs: the entry asks for our dispatch.
+		wantOurs bool
 		// wantUpstream is a fragment of what upstream's loader is handed; "" for nothing.
 		wantUpstream string
 	}{
@@ -39,13 +44,38 @@ func TestLoadConfiguration(t *testing.T) {
 			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
+			wantOurs:     true,
 			wantUpstream: `"apiVersion":"apiserver.config.k8s.io/v1"`,
+		},
+		{
+			name:         "ours, early exit alone",
+			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
+			validating:   true,
+			wantEarly:    true,
+			wantOurs:     true,
+			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+		},
+		{
+			name:    "early exit is the validating plugin's only",
+			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
+			wantErr: []string{"TestPlugin", "earlyExit", "one after another"},
 		},
 		{
 			name:         "ours, the example",
 			config:       ExampleConfig,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
+			wantOurs:     true,
+			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+		},
+		{
+			name:         "ours, the validating example",
+			config:       ExampleValidatingConfig,
+			validating:   true,
+			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
+			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
+			wantEarly:    true,
+			wantOurs:     true,
 			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
 		},
 		{
@@ -53,12 +83,14 @@ func TestLoadConfiguration(t *testing.T) {
 			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  failureThreshold: 2\n  initialBackoff: 200ms\n  maxBackoff: 5m\ntimeBudget:\n  deadlineMargin: 500ms\n  maxDuration: 15s\n",
 			wantBreaker:  &BreakerSettings{FailureThreshold: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Minute},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 500 * time.Millisecond, MaxDuration: 15 * time.Second},
+			wantOurs:     true,
 			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
 		},
 		{
 			name:         "a long initial backoff raises the default cap",
 			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 1m\n",
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Minute, MaxBackoff: time.Minute},
+			wantOurs:     true,
 			wantUpstream: `"kind"`,
 		},
 		{
@@ -87,7 +119,7 @@ func TestLoadConfiguration(t *testing.T) {
 			if !tc.nilReader {
 				r = strings.NewReader(tc.config)
 			}
-			cfg, err := LoadConfiguration("TestPlugin", r)
+			cfg, err := LoadConfiguration("TestPlugin", tc.validating, r)
 			if len(tc.wantErr) > 0 {
 				if err == nil {
 					t.Fatal("no error")
@@ -107,6 +139,9 @@ func TestLoadConfiguration(t *testing.T) {
 			}
 			if !equalPtr(cfg.Budget, tc.wantBudget) {
 				t.Errorf("budget = %+v, want %+v", cfg.Budget, tc.wantBudget)
+			}
+			if cfg.EarlyExit != tc.wantEarly || cfg.Ours() != tc.wantOurs {
+				t.Errorf("early exit %v, ours %v; want %v, %v", cfg.EarlyExit, cfg.Ours(), tc.wantEarly, tc.wantOurs)
 			}
 			if tc.wantUpstream == "" {
 				if cfg.Upstream != nil {

@@ -21,6 +21,8 @@ func FuzzLoadConfiguration(f *testing.F) {
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
 		ExampleConfig,
+		ExampleValidatingConfig,
+		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  failureThreshold: 2\n  initialBackoff: 200ms\n  maxBackoff: 5m\ntimeBudget:\n  deadlineMargin: 500ms\n  maxDuration: 15s\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 1m\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreakers: {}\n",
@@ -32,9 +34,16 @@ func FuzzLoadConfiguration(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := LoadConfiguration("TestPlugin", bytes.NewReader(data))
+		mutatingCfg, mutatingErr := LoadConfiguration("TestPlugin", MutatingPlugin, bytes.NewReader(data))
+		cfg, err := LoadConfiguration("TestPlugin", ValidatingPlugin, bytes.NewReader(data))
 		if err != nil {
+			if mutatingErr == nil {
+				t.Fatalf("the mutating plugin accepts what the validating one refuses: %v", err)
+			}
 			return
+		}
+		if mutatingErr == nil && (mutatingCfg.EarlyExit || mutatingCfg.Ours() != cfg.Ours()) {
+			t.Fatalf("the mutating plugin accepted early exit: %+v", mutatingCfg)
 		}
 		if cfg.Upstream == nil {
 			t.Fatal("a configuration without an entry for upstream's loader")
@@ -46,7 +55,7 @@ func FuzzLoadConfiguration(f *testing.F) {
 		var typeMeta metav1.TypeMeta
 		if err := yaml.Unmarshal(data, &typeMeta); err != nil || typeMeta.GroupVersionKind().Group != admissionv1alpha1.GroupName {
 			// Not ours: handed over unchanged, and nothing of ours is on.
-			if !bytes.Equal(upstream, data) || cfg.Breaker != nil || cfg.Budget != nil {
+			if !bytes.Equal(upstream, data) || cfg.Ours() {
 				t.Fatalf("upstream's entry was changed or turned something on: %q, %+v", upstream, cfg)
 			}
 			return

@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"io"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
@@ -19,6 +17,8 @@ type Settings struct {
 	// Guard holds the breakers (nil when off) and the metrics.
 	Guard   Guard
 	Metrics *Metrics
+	// EarlyExit: the validating dispatch answers at the first denial.
+	EarlyExit bool
 }
 
 // SourceFactory builds the source of a plugin's webhook configurations (upstream's
@@ -26,20 +26,17 @@ type Settings struct {
 type SourceFactory = func(informers.SharedInformerFactory, sets.Set[schema.GroupResource]) generic.Source
 
 // NewWebhook builds a webhook plugin's upstream part (matching, configuration, clients) with
-// a dispatcher of ours, from the plugin's entry in the admission config file. step is the
-// metrics' step type ("admit" or "validating", as upstream labels them).
-func NewWebhook(pluginName, step string, configFile io.Reader, source SourceFactory,
+// a dispatcher of ours, for a configuration that asks for our dispatch (cfg.Ours()). step is
+// the metrics' step type ("admit" or "validating", as upstream labels them). Our metrics are
+// registered here, so a server whose webhook plugins are upstream's has none of them.
+func NewWebhook(step string, cfg *Configuration, source SourceFactory,
 	newDispatcher func(*webhookutil.ClientManager, Settings) generic.Dispatcher) (*generic.Webhook, Settings, error) {
-	return newWebhook(pluginName, step, configFile, source, newDispatcher, LegacyMetrics(), clock.RealClock{})
+	return newWebhook(step, cfg, source, newDispatcher, LegacyMetrics(), clock.RealClock{})
 }
 
-func newWebhook(pluginName, step string, configFile io.Reader, source SourceFactory,
+func newWebhook(step string, cfg *Configuration, source SourceFactory,
 	newDispatcher func(*webhookutil.ClientManager, Settings) generic.Dispatcher, metrics *Metrics, clk clock.PassiveClock) (*generic.Webhook, Settings, error) {
-	cfg, err := LoadConfiguration(pluginName, configFile)
-	if err != nil {
-		return nil, Settings{}, err
-	}
-	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics}
+	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics, EarlyExit: cfg.EarlyExit}
 	if cfg.Breaker != nil {
 		d.Guard.Breakers = NewBreakers(*cfg.Breaker, step, metrics, clk)
 	}

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"io"
 	"strings"
 	"testing"
 
@@ -18,22 +17,20 @@ func TestNewWebhookWiresTheConfiguration(t *testing.T) {
 		wantErr []string
 		breaker bool
 		budget  bool
+		early   bool
 	}{
-		{name: "none"},
-		{name: "upstream's kind", config: "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n"},
-		{name: "upstream's kind, upstream's error", config: "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: relative\n", wantErr: []string{"kubeConfigFile", "absolute"}},
-		{name: "ours, stock behaviour", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n"},
 		{name: "ours, breaker", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\n", breaker: true},
 		{name: "ours, budget", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ntimeBudget: {}\n", budget: true},
-		{name: "ours, bad field", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ntimeBudget: {deadlineMargin: 1h}\n", wantErr: []string{"TestPlugin", "timeBudget.deadlineMargin"}},
+		{name: "ours, early exit", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n", early: true},
+		{name: "ours, upstream's error on the kubeconfig", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: /nonexistent/kubeconfig\nearlyExit: true\n", wantErr: []string{"/nonexistent/kubeconfig"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r io.Reader
-			if tc.config != "" {
-				r = strings.NewReader(tc.config)
+			cfg, err := LoadConfiguration("TestPlugin", ValidatingPlugin, strings.NewReader(tc.config))
+			if err != nil {
+				t.Fatal(err)
 			}
 			var given Settings
-			w, settings, err := newWebhook("TestPlugin", "admit", r, configuration.NewMutatingWebhookConfigurationManager,
+			w, settings, err := newWebhook("validating", cfg, configuration.NewValidatingWebhookConfigurationManager,
 				func(_ *webhookutil.ClientManager, s Settings) generic.Dispatcher { given = s; return nil }, NewMetrics(), clock.RealClock{})
 			if len(tc.wantErr) > 0 {
 				if err == nil {
@@ -53,8 +50,9 @@ func TestNewWebhookWiresTheConfiguration(t *testing.T) {
 				t.Fatal("no webhook")
 			}
 			for what, s := range map[string]Settings{"returned": settings, "given to the dispatcher": given} {
-				if (s.Guard.Breakers != nil) != tc.breaker || (s.Budget != nil) != tc.budget || s.Metrics == nil {
-					t.Errorf("settings %s: breakers on %v, budget on %v, metrics %v; want %v, %v, set", what, s.Guard.Breakers != nil, s.Budget != nil, s.Metrics, tc.breaker, tc.budget)
+				if (s.Guard.Breakers != nil) != tc.breaker || (s.Budget != nil) != tc.budget || s.EarlyExit != tc.early || s.Metrics == nil {
+					t.Errorf("settings %s: breakers on %v, budget on %v, early exit %v, metrics %v; want %v, %v, %v, set",
+						what, s.Guard.Breakers != nil, s.Budget != nil, s.EarlyExit, s.Metrics, tc.breaker, tc.budget, tc.early)
 				}
 			}
 		})

@@ -23,7 +23,9 @@ import (
 	upstreamwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook"
 	webhookerrors "k8s.io/apiserver/pkg/admission/plugin/webhook/errors"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
+	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/component-base/tracing"
 	"k8s.io/klog/v2"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
@@ -40,11 +42,13 @@ var _ generic.Dispatcher = &dispatcher{}
 
 // versionedAttributes converts the request's attributes to the version each webhook asks
 // for, reusing one VersionedAttributes across webhooks so that a webhook's patch is what the
-// next one sees.
+// next one sees. Upstream's conversion rewrites the request's object in place, so every
+// conversion empties the serialization cache.
 type versionedAttributes struct {
 	attr    admission.Attributes
 	o       admission.ObjectInterfaces
 	current *admission.VersionedAttributes
+	encoded *webhook.EncodedObjects
 }
 
 var _ generic.VersionedAttributeAccessor = &versionedAttributes{}
@@ -57,6 +61,9 @@ func (v *versionedAttributes) VersionedAttribute(gvk schema.GroupVersionKind) (*
 		}
 		v.current = va
 		return va, nil
+	}
+	if v.current.VersionedKind != gvk {
+		v.encoded.Reset()
 	}
 	if err := admission.ConvertVersionedAttributes(v.current, gvk, v.o); err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -81,9 +88,9 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	if reinvocation.IsReinvoke() {
 		round = 1
 	}
-	v := &versionedAttributes{attr: attr, o: o}
-	budget := d.settings.Budget.For(ctx)
 	encoded := &webhook.EncodedObjects{}
+	v := &versionedAttributes{attr: attr, o: o, encoded: encoded}
+	budget := d.settings.Budget.For(ctx)
 	start, called := time.Now(), false
 	defer func() {
 		if called {
@@ -109,12 +116,13 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		}
 		// A webhook skipped in the first round is not called for the first time on
 		// reinvocation, as stock has it.
-		if reinvocation.IsReinvoke() && !state.shouldReinvoke(invocation.Webhook.GetUID()) {
+		if reinvocation.IsReinvoke() && !state.ShouldReinvokeWebhook(invocation.Webhook.GetUID()) {
 			continue
 		}
 		versionedAttr, err := v.VersionedAttribute(invocation.Kind)
 		if err != nil {
-			return err
+			// Wrapped again, as stock's dispatcher wraps its accessor's error.
+			return apierrors.NewInternalError(err)
 		}
 
 		annotator := newAnnotator(versionedAttr, round, i, hook.Name, invocation.Webhook.GetConfigurationName())
@@ -199,10 +207,23 @@ func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.Mutati
 		ClientManager: d.cm, Invocation: invocation, Attr: attr, Encoded: encoded,
 		Name: h.Name, SideEffects: h.SideEffects, Timeout: timeout, Budget: cut, Mutating: true,
 	}
-	result, outcome, err := c.Do(ctx)
-	if err != nil {
-		return false, err
-	}
+	outcome, err = c.Do(ctx, func(result *webhookrequest.AdmissionResponse, span *tracing.Span) (webhook.Outcome, error) {
+		var applyErr error
+		changed, applyErr = d.apply(h, result, attr, o, encoded, annotator, span)
+		var callErr *webhookutil.ErrCallingWebhook
+		if errors.As(applyErr, &callErr) {
+			// An undecodable patch or a patch type nobody supports: the webhook's fault.
+			return webhook.Failed, applyErr
+		}
+		return webhook.Succeeded, applyErr
+	})
+	return changed, err
+}
+
+// apply applies an allowing webhook's patch to attr, within the call's span, and reports
+// whether the object changed.
+func (d *dispatcher) apply(h *admissionregistrationv1.MutatingWebhook, result *webhookrequest.AdmissionResponse, attr *admission.VersionedAttributes,
+	o admission.ObjectInterfaces, encoded *webhook.EncodedObjects, annotator *annotator, span *tracing.Span) (bool, error) {
 	if !result.Allowed {
 		return false, &webhookutil.ErrWebhookRejection{Status: webhookerrors.ToStatusErr(h.Name, result.Result)}
 	}
@@ -211,7 +232,6 @@ func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.Mutati
 	}
 	patch, err := jsonpatch.DecodePatch(result.Patch)
 	if err != nil {
-		outcome = webhook.Failed
 		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("received undecodable patch in webhook response: %w", err), Status: apierrors.NewServiceUnavailable("error decoding patch in webhook response")}
 	}
 	if len(patch) == 0 {
@@ -244,7 +264,8 @@ func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.Mutati
 	if patched, _, err = serializer.Decode(patchedJSON, nil, patched); err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
-	changed = !apiequality.Semantic.DeepEqual(current, patched)
+	changed := !apiequality.Semantic.DeepEqual(current, patched)
+	span.AddEvent("Patch applied")
 	annotator.addPatchAnnotation(patch)
 	// A new object, defaulted before anything serializes it: the cache keys on identity.
 	attr.UpdateObject(patched)
@@ -293,6 +314,6 @@ func (s *reinvocationState) addPreviouslyInvoked(uid string) {
 	s.previouslyInvoked.Insert(uid)
 }
 
-func (s *reinvocationState) shouldReinvoke(uid string) bool {
+func (s *reinvocationState) ShouldReinvokeWebhook(uid string) bool {
 	return s.toReinvoke.Has(uid)
 }

@@ -1,7 +1,7 @@
-// Package mutating is Portcullis's MutatingAdmissionWebhook: upstream's plugin of that name,
-// matching and configuration included, with a dispatch loop of our own that adds circuit
-// breakers and a time budget and serializes the object once per change instead of once per
-// webhook. It replaces upstream's plugin under the same name (see pkg/admission).
+// Package mutating is Portcullis's MutatingAdmissionWebhook, registered under upstream's name. With no
+// dispatch settings of ours in its admission config entry it is upstream's own plugin,
+// untouched. With them, it is upstream's matching and configuration (generic.Webhook) with a
+// dispatch of our own: circuit breakers, a time budget, and one serialization of the object per change.
 package mutating
 
 import (
@@ -13,7 +13,9 @@ import (
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/manifest/source"
+	upstreammutating "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/informers"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
@@ -25,14 +27,32 @@ const PluginName = "MutatingAdmissionWebhook"
 const stepType = "admit"
 
 // Register registers the plugin under upstream's name; the registry makes sure upstream's
-// own is not registered beside it.
+// own registration is not made beside it.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(configFile io.Reader) (admission.Interface, error) {
-		return NewMutatingWebhook(configFile)
+		return New(configFile)
 	})
 }
 
-// Plugin dispatches to mutating webhooks.
+// New builds the plugin from its entry in the admission config file: upstream's own plugin
+// (stock, byte for byte) unless the entry is our WebhookDispatchConfiguration with a setting
+// of our dispatch, and ours then.
+func New(configFile io.Reader) (admission.Interface, error) {
+	cfg, err := webhook.LoadConfiguration(PluginName, webhook.MutatingPlugin, configFile)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Ours() {
+		upstream, err := upstreammutating.NewMutatingWebhook(cfg.Upstream)
+		if err != nil {
+			return nil, err
+		}
+		return upstream, nil
+	}
+	return newPlugin(cfg)
+}
+
+// Plugin dispatches to mutating webhooks with our dispatch.
 type Plugin struct {
 	*generic.Webhook
 	settings webhook.Settings
@@ -45,12 +65,10 @@ var (
 	_ initializer.WantsExternalKubeClientSet = &Plugin{}
 )
 
-// NewMutatingWebhook reads the plugin's configuration: upstream's WebhookAdmissionConfiguration (stock
-// behaviour) or our WebhookDispatchConfiguration.
-func NewMutatingWebhook(configFile io.Reader) (*Plugin, error) {
+func newPlugin(cfg *webhook.Configuration) (*Plugin, error) {
 	p := &Plugin{}
 	var err error
-	p.Webhook, p.settings, err = webhook.NewWebhook(PluginName, stepType, configFile, configuration.NewMutatingWebhookConfigurationManager,
+	p.Webhook, p.settings, err = webhook.NewWebhook(stepType, cfg, configuration.NewMutatingWebhookConfigurationManager,
 		func(cm *webhookutil.ClientManager, s webhook.Settings) generic.Dispatcher {
 			return &dispatcher{cm: cm, plugin: p, settings: s}
 		})
@@ -58,6 +76,19 @@ func NewMutatingWebhook(configFile io.Reader) (*Plugin, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// SetExternalKubeInformerFactory hands the factory to upstream's part, and gives the breakers
+// the configurations' UIDs from the informer upstream's part watches them with.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	p.Webhook.SetExternalKubeInformerFactory(f)
+	lister := f.Admissionregistration().V1().MutatingWebhookConfigurations().Lister()
+	p.settings.Guard.Breakers.SetConfigurationUIDs(func(name string) string {
+		if cfg, err := lister.Get(name); err == nil {
+			return string(cfg.UID)
+		}
+		return ""
+	})
 }
 
 // SetManifestLoaders serves webhooks from static manifests, as upstream's plugin does.

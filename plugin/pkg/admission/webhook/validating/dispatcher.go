@@ -8,7 +8,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -19,14 +18,17 @@ import (
 	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
 	upstreamvalidating "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/component-base/tracing"
 	"k8s.io/klog/v2"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 // dispatcher calls the matching validating webhooks in parallel, as stock does, and returns
-// at the first denial (or failure under Fail), cancelling the calls still out: stock waits
-// for every call and returns the first error to arrive, which is the same error, later.
+// the first denial (or failure under Fail) to arrive. Stock waits for every call; with
+// EarlyExit, the first denial cancels the calls still out. Either way Dispatch returns only
+// once every call has returned, so nothing a call records (warnings, audit annotations,
+// metrics) is written after the request has been answered.
 type dispatcher struct {
 	cm       *webhookutil.ClientManager
 	plugin   *Plugin
@@ -36,6 +38,8 @@ type dispatcher struct {
 var _ generic.Dispatcher = &dispatcher{}
 
 // versionedAttributes converts the request's attributes once per version webhooks ask for.
+// Each conversion is a new object (upstream's NewVersionedAttributes never rewrites the
+// request's), so the serialization cache stays valid.
 type versionedAttributes struct {
 	attr      admission.Attributes
 	o         admission.ObjectInterfaces
@@ -81,18 +85,8 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	default:
 	}
 
-	// Every call shares its version's serialization, done once, here, before the calls start.
+	// The calls share each version's serialization: the first call to need it makes it.
 	encoded := &webhook.EncodedObjects{}
-	for _, va := range v.byVersion {
-		for _, obj := range []interface{ Object() runtime.Object }{&va.VersionedObject, &va.VersionedOldObject} {
-			if o := obj.Object(); o != nil {
-				if _, err := encoded.JSON(o); err != nil {
-					return apierrors.NewInternalError(err)
-				}
-			}
-		}
-	}
-
 	budget := d.settings.Budget.For(ctx)
 	start := time.Now()
 	defer func() {
@@ -100,40 +94,51 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	}()
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Buffered for every call: calls still out when Dispatch returns finish without blocking.
 	results := make(chan error, len(invocations))
 	for i, invocation := range invocations {
 		go func() {
 			results <- d.callOne(callCtx, ctx, invocation, i, v.byVersion[invocation.Kind], encoded, budget)
 		}()
 	}
+	// Every call's result is received, so every call has returned, before Dispatch does.
+	var first error
 	for range invocations {
-		if err := <-results; err != nil {
-			// The first denial decides; the calls still out are cancelled.
-			return err
+		err := <-results
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+			if d.settings.EarlyExit {
+				// The verdict is known: the calls still out are cancelled.
+				cancel()
+			}
+		default:
+			// As stock: the first error decides, the others are logged.
+			utilruntime.HandleError(err)
 		}
 	}
-	return nil
+	return first
 }
 
 // callOne calls one webhook and returns the error the request must fail with, or nil. ctx is
-// the calls' context, which Dispatch cancels once it has its answer; request is the
-// request's own.
+// the calls' context, which Dispatch cancels at the first denial under EarlyExit; request is
+// the request's own.
 func (d *dispatcher) callOne(ctx, request context.Context, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes,
 	encoded *webhook.EncodedObjects, budget webhook.Budget) (result error) {
 	hookName, ignore := "unknown", false
-	defer func() {
-		// A panic fails the call, under its failure policy, and never the server.
-		if r := recover(); r != nil {
-			utilruntime.HandleError(fmt.Errorf("ValidatingAdmissionWebhook/%v has panicked: %v", hookName, r))
-			if ignore {
-				d.failOpen(request, hookName, index, attr)
-				result = nil
-				return
-			}
-			result = apierrors.NewInternalError(fmt.Errorf("ValidatingAdmissionWebhook/%v has panicked: %v", hookName, r))
+	// A panic fails the call, under its failure policy, and never the server. HandleCrash
+	// logs it with its stack as stock's does; with ReallyCrash set it panics again, which
+	// the first deferred function stops.
+	defer func() { _ = recover() }()
+	defer utilruntime.HandleCrash(func(r interface{}) {
+		if ignore {
+			klog.Warningf("Panic calling webhook, failing open %v: %v", hookName, r)
+			d.failOpen(request, hookName, index, attr)
+			result = nil
+			return
 		}
-	}()
+		result = apierrors.NewInternalError(fmt.Errorf("ValidatingAdmissionWebhook/%v has panicked: %v", hookName, r))
+	})
 	hook, ok := invocation.Webhook.GetValidatingWebhook()
 	if !ok {
 		utilruntime.HandleError(fmt.Errorf("validating webhook dispatch requires v1.ValidatingWebhook, but got %T", hook))
@@ -150,16 +155,18 @@ func (d *dispatcher) callOne(ctx, request context.Context, invocation *generic.W
 		err = d.call(ctx, hook, invocation, attr, encoded, timeout, cut, permit)
 		d.settings.Guard.CountCut(hook.Name, policy, err)
 	}
-	var callErr *webhookutil.ErrCallingWebhook
-	if errors.As(err, &callErr) && errors.Is(callErr.Reason, context.Canceled) && request.Err() == nil {
-		// Cancelled because another webhook already decided: no outcome to record.
-		return nil
-	}
 	webhook.ObserveCall(request, hook.Name, stepType, attr, t, err, ignore, skipped)
 	if err == nil {
 		return nil
 	}
-	if callErr != nil {
+	var callErr *webhookutil.ErrCallingWebhook
+	if errors.As(err, &callErr) {
+		if errors.Is(callErr.Reason, context.Canceled) && request.Err() == nil {
+			// Cancelled by the early exit: another webhook decided. Recorded above as stock
+			// records a cancelled call; it has no verdict of its own.
+			klog.V(2).Infof("Call to webhook %v cancelled: the request was already denied", hook.Name)
+			return nil
+		}
 		if !ignore {
 			klog.Warningf("Failed calling webhook, failing closed %v: %v", hook.Name, err)
 			return apierrors.NewInternalError(err)
@@ -206,13 +213,11 @@ func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.Valida
 		ClientManager: d.cm, Invocation: invocation, Attr: attr, Encoded: encoded,
 		Name: h.Name, SideEffects: h.SideEffects, Timeout: timeout, Budget: cut,
 	}
-	var result *webhookrequest.AdmissionResponse
-	result, outcome, err = c.Do(ctx)
-	if err != nil {
-		return err
-	}
-	if result.Allowed {
-		return nil
-	}
-	return &webhookutil.ErrWebhookRejection{Status: webhookerrors.ToStatusErr(h.Name, result.Result)}
+	outcome, err = c.Do(ctx, func(result *webhookrequest.AdmissionResponse, _ *tracing.Span) (webhook.Outcome, error) {
+		if result.Allowed {
+			return webhook.Succeeded, nil
+		}
+		return webhook.Succeeded, &webhookutil.ErrWebhookRejection{Status: webhookerrors.ToStatusErr(h.Name, result.Result)}
+	})
+	return err
 }

@@ -19,8 +19,9 @@ func addWebhookDispatchKnownTypes(scheme *runtime.Scheme) error {
 // WebhookDispatchConfiguration configures Portcullis's dispatch of admission webhooks. It is
 // the configuration of the admission config file's entry for MutatingAdmissionWebhook or
 // ValidatingAdmissionWebhook, in place of upstream's WebhookAdmissionConfiguration, whose
-// fields it carries. Upstream's kind keeps working there unchanged; it gives stock's
-// behaviour, as this kind does with neither circuitBreaker nor timeBudget set.
+// fields it carries. Upstream's kind keeps working there unchanged. With none of
+// circuitBreaker, timeBudget and earlyExit set the plugin is upstream's own, exactly as in
+// stock; with any of them, the dispatch is Portcullis's.
 type WebhookDispatchConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -45,6 +46,13 @@ type WebhookDispatchConfiguration struct {
 	// that webhook timeouts never make the request itself time out.
 	// +optional
 	TimeBudget *WebhookTimeBudget `json:"timeBudget,omitempty"`
+
+	// EarlyExit, ValidatingAdmissionWebhook only: the first denial (or failure under
+	// failurePolicy Fail) answers the request at once and cancels the calls still out,
+	// instead of waiting for every call as stock does. The request's verdict is the same;
+	// a cancelled call records only what stock records for a cancelled call.
+	// +optional
+	EarlyExit bool `json:"earlyExit,omitempty"`
 }
 
 // WebhookCircuitBreaker configures the per-webhook circuit breakers.
