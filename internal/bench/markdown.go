@@ -249,11 +249,13 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 		"add an annotation of their own, so that the object changes at every step. The dispatch overhead per webhook is "+
 		"(p50 − the same server's baseline p50) ÷ N, and the ratio is ours ÷ stock, paired by repetition. %d repetitions, configurations "+
 		"and servers interleaved; each run is %s untimed warm-up creates, then %s timed creates from %s, whose pods are deleted after it. "+
-		"Goals: ours ÷ stock ≤ %.1f for mutating webhooks, ≤ %.1f for validating ones.\n\n",
+		"Goals: ours ÷ stock ≤ %.1f for mutating webhooks, ≤ %.1f for validating ones. A third server, our binary with no "+
+		"configuration (upstream's webhook plugins: the default), runs the same: its p50 ÷ stock's, paired by repetition, is "+
+		"*equal within noise* when the repetitions' ratios straddle 1.\n\n",
 		o.Repetitions, thousands(o.Load.WarmUp), thousands(o.Load.Creates), clients(o.Load.Clients), mutatingOverheadGoal, validatingOverheadGoal)
-	b.WriteString("| webhooks | kind | overhead per webhook, ours ÷ stock | ours | stock | goal met |\n|---|---|---|---|---|---|\n")
-	ours, stock := d.Overhead[oursServer], d.Overhead[stockServer]
-	if len(ours) != len(stock) || len(ours) == 0 || ours[0].Kind != "" {
+	b.WriteString("| webhooks | kind | overhead per webhook, ours ÷ stock | ours | stock | goal met | p50, ours with no settings ÷ stock | equal within noise |\n|---|---|---|---|---|---|---|---|\n")
+	ours, oursDefault, stock := d.Overhead[oursServer], d.Overhead[oursDefaultServer], d.Overhead[stockServer]
+	if len(ours) != len(stock) || len(oursDefault) != len(stock) || len(ours) == 0 || ours[0].Kind != "" {
 		return fmt.Errorf("table 5: the servers' overhead runs do not pair")
 	}
 	overhead := func(c DispatchConfigRuns, base []LoadRun) ([]float64, error) {
@@ -285,8 +287,13 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 		if ratio.Median > goal {
 			met = "**no**"
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", ours[i].Webhooks, ours[i].Kind, formatRatio(ratio),
-			formatSignedSeconds(summarize(oursPer)), formatSignedSeconds(summarize(stockPer)), met)
+		defaultRatios, err := pairedRatios(values(oursDefault[i].Runs, p50Seconds), values(stock[i].Runs, p50Seconds))
+		if err != nil {
+			return fmt.Errorf("table 5, ours with no settings, %d %s: %w", ours[i].Webhooks, ours[i].Kind, err)
+		}
+		defaultRatio := summarize(defaultRatios)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", ours[i].Webhooks, ours[i].Kind, formatRatio(ratio),
+			formatSignedSeconds(summarize(oursPer)), formatSignedSeconds(summarize(stockPer)), met, formatRatio(defaultRatio), withinNoise(defaultRatio))
 	}
 	fmt.Fprintf(b, "\nA dead webhook: one mutating webhook, failurePolicy Ignore, timeoutSeconds %d, at an address that accepts TCP "+
 		"connections and never answers. Creates one after another: %s on ours once its breaker is open (the failed calls that "+
@@ -323,6 +330,15 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 	}
 	b.WriteString("\n")
 	return nil
+}
+
+// withinNoise says whether paired ratios straddle 1: the difference is within the runs' own
+// spread.
+func withinNoise(r Summary) string {
+	if r.Min <= 1 && r.Max >= 1 {
+		return "yes"
+	}
+	return "**no**"
 }
 
 // single is one measured value as a Summary.

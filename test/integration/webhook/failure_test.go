@@ -10,6 +10,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -173,6 +174,9 @@ func testFailureHandling(t *testing.T, e *env) {
 						created, err := k.createConfigMap(t, k.configMap(ns, name, labels))
 						if policy == admissionregistrationv1.Fail {
 							wantRefused(t, err, "failed calling webhook", hookName(kind, mode.name, policy), mode.reason)
+							if !apierrors.IsInternalError(err) {
+								t.Errorf("failurePolicy Fail: want a 500 InternalError, as stock answers, got %v", err)
+							}
 							k.wantNotStored(t, ns, name)
 						} else {
 							if err != nil {
@@ -201,9 +205,12 @@ func testFailureHandling(t *testing.T, e *env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// What utilruntime.HandleCrash logs when it recovers a panic.
-		if strings.Contains(string(log), "Observed a panic") {
-			t.Errorf("%s records a panic", k.c.LogFile)
+		// What utilruntime.HandleCrash logs when it recovers a panic (upstream's dispatch and
+		// ours recover a validating call's panic with it), and the refusal of a panicked call.
+		for _, panicked := range []string{"Observed a panic", "has panicked"} {
+			if strings.Contains(string(log), panicked) {
+				t.Errorf("%s records a panic (%q)", k.c.LogFile, panicked)
+			}
 		}
 		if got := len(e.wrongCA.callsTo(k.path("mutating-wrong-ca"))) + len(e.wrongCA.callsTo(k.path("validating-wrong-ca"))); got != 0 {
 			t.Errorf("the server completed %d calls to a webhook whose certificate it must not trust", got)

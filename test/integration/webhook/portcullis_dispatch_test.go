@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -69,8 +70,8 @@ const failedOpenMutating = "failed-open.mutation.webhook.admission.k8s.io/"
 const chainToken = "portcullis-dispatch-chain-token"
 
 // TestPortcullisDispatch starts one etcd and a Portcullis server whose webhook plugins both
-// run with dispatchSettings; a stock server joins it, under its own etcd prefix, for the
-// cases that compare the two.
+// run with dispatchSettings; a stock server and a Portcullis server with no configuration
+// join it, each under its own etcd prefix, for the cases that compare them.
 func TestPortcullisDispatch(t *testing.T) {
 	bins := framework.FindBinaries(t)
 	etcd := framework.StartEtcd(t, bins.Etcd)
@@ -81,7 +82,7 @@ func TestPortcullisDispatch(t *testing.T) {
 
 	dir := filepath.Join(e.dir, "dispatch")
 	auditLog := filepath.Join(dir, "audit.log")
-	admissionConfig := writeAdmissionConfig(t, dir, dispatchEntry("", dispatchSettings))
+	admissionConfig := writeAdmissionConfig(t, dir, dispatchEntries("", dispatchSettings))
 	dispatch := startCluster(t, e, "dispatch", bins.APIServer, etcd, plugins,
 		"--admission-control-config-file="+admissionConfig,
 		"--audit-policy-file="+writeAuditPolicy(t, dir),
@@ -91,11 +92,29 @@ func TestPortcullisDispatch(t *testing.T) {
 
 	t.Run("dead webhook: breaker", func(t *testing.T) { testDeadWebhookBreaker(t, e, dispatch) })
 
-	stock := startCluster(t, e, "stock", bins.StockAPIServer, etcd, plugins, "--token-auth-file="+tokens)
+	// Audited as the dispatch server is, to compare what they record.
+	audited := func(name, binary string) *cluster {
+		dir := filepath.Join(e.dir, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		auditLog := filepath.Join(dir, "audit.log")
+		c := startCluster(t, e, name, binary, etcd, plugins,
+			"--audit-policy-file="+writeAuditPolicy(t, dir), "--audit-log-path="+auditLog, "--token-auth-file="+tokens)
+		c.auditLog = auditLog
+		return c
+	}
+	stock := audited("stock", bins.StockAPIServer)
+	// Our binary with no configuration: upstream's webhook plugins.
+	unconfigured := audited("unconfigured", bins.APIServer)
 
 	t.Run("budget: four dead Ignore webhooks", func(t *testing.T) { testBudget(t, e, dispatch, stock) })
 	t.Run("early exit", func(t *testing.T) { testEarlyExit(t, dispatch) })
 	t.Run("mutating chain: stock's bytes", func(t *testing.T) { testStockBytes(t, e, dispatch, stock) })
+	t.Run("multi-version custom resource chain: stock's bytes and object", func(t *testing.T) { testMultiVersionChain(t, e, dispatch, stock) })
+	t.Run("metrics, audit annotations and warnings: stock's", func(t *testing.T) {
+		testRecordsMatchStock(t, e, map[string]*cluster{"our dispatch": dispatch, "ours, no settings": unconfigured, "stock": stock})
+	})
 }
 
 // newDispatchEnv is the part of env these cases use: the CA and the webhook server.
@@ -221,10 +240,12 @@ func testDeadWebhookBreaker(t *testing.T, e *env, c *cluster) {
 }
 
 // testBudget: four dead mutating webhooks, all Ignore with timeoutSeconds 10, and a request
-// with a 6 s deadline. The budget (the deadline less 2 s) cuts the first call short and
-// leaves the others no time, so they are not called: the request is admitted, each webhook
-// failed open, audited and warned, and no breaker opens. Stock, given the same webhooks,
-// fails the request at its deadline.
+// with a 6 s deadline. The budget (the deadline less a margin of 2 s, but at most a tenth of
+// the request's 6 s) cuts the first call short and leaves the others no time, so they are
+// not called: the request is admitted, each webhook failed open, audited and warned. The
+// first webhook had the whole budget and did not answer, so its breaker opens; the others
+// were never called and have none. Stock, given the same webhooks, fails the request at its
+// deadline.
 func testBudget(t *testing.T, e *env, ours, stock *cluster) {
 	type side struct {
 		k    *suiteCase
@@ -278,20 +299,21 @@ func testBudget(t *testing.T, e *env, ours, stock *cluster) {
 			t.Errorf("the dead endpoint received %d connections, want 1: the budget left the last three webhooks no time", n)
 		}
 	})
-	t.Run("calls cut short or not made open no breaker", func(t *testing.T) {
+	t.Run("a call given the whole budget opens its breaker; calls not made open none", func(t *testing.T) {
 		text := ours.metrics(t)
 		for i, name := range names {
 			labels := map[string]string{"name": name, "type": "admit"}
-			// The first webhook's breaker saw a call cut short, which says nothing of the
-			// webhook, and stays closed; the others, not called for want of budget, were never
-			// consulted and have no breaker at all.
+			// The first webhook was given the whole budget (all of its timeoutSeconds the
+			// budget could give) and did not answer: a failure, which opens its breaker at
+			// this case's threshold of 1. The others, not called for want of budget, were
+			// never consulted and have no breaker at all.
 			samples := metricSamples(text, metricBreakerState, labels)
-			closed := len(samples) == 1 && strings.HasSuffix(samples[0], " 0")
-			if i == 0 && !closed {
-				t.Errorf("breaker state of %s: %q, want one sample of 0 (closed)", name, samples)
+			open := len(samples) == 1 && strings.HasSuffix(samples[0], " 2")
+			if i == 0 && !open {
+				t.Errorf("breaker state of %s: %q, want one sample of 2 (open)", name, samples)
 			}
-			if i > 0 && len(samples) > 0 && !closed {
-				t.Errorf("breaker state of %s: %q, want none, or one sample of 0 (closed)", name, samples)
+			if i > 0 && len(samples) > 0 {
+				t.Errorf("breaker state of %s: %q, want none", name, samples)
 			}
 			if samples := metricSamples(text, metricBudgetSheds, labels); len(samples) == 0 {
 				t.Errorf("/metrics has no sample of %s for %s", metricBudgetSheds, name)
@@ -419,13 +441,7 @@ func testStockBytes(t *testing.T, e *env, ours, stock *cluster) {
 	}
 
 	for side, c := range servers {
-		config := rest.AnonymousClientConfig(c.Config)
-		config.CAFile = c.Config.CAFile
-		config.BearerToken = chainToken
-		client, err := kubernetes.NewForConfig(config)
-		if err != nil {
-			t.Fatal(err)
-		}
+		client, _ := tokenClients(t, c)
 		created, err := client.CoreV1().ConfigMaps(nsName).Create(requestContext(t), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: cmName, Labels: map[string]string{"app": "chain"}, Annotations: map[string]string{"note": "<one> & <two>"}},
 			Data:       data,
@@ -442,18 +458,29 @@ func testStockBytes(t *testing.T, e *env, ours, stock *cluster) {
 		}
 	}
 
+	var labels []string
 	for i := range chainLength {
-		label := fmt.Sprintf("chain-%02d", i)
+		labels = append(labels, fmt.Sprintf("chain-%02d", i))
+	}
+	wantStockBodies(t, e, k, labels, cmName)
+}
+
+// wantStockBodies fails unless each of hooks (the last element of its path, in k's case on
+// each side, "ours" and "stock") was called once for object, with the same body from both
+// servers but for what differs between any two requests.
+func wantStockBodies(t *testing.T, e *env, k map[string]*suiteCase, hooks []string, object string) {
+	t.Helper()
+	for _, hook := range hooks {
 		body := map[string][]byte{}
-		for side := range servers {
-			calls := callsFor(e.hooks, k[side].path(label), cmName)
+		for side, c := range k {
+			calls := callsFor(e.hooks, c.path(hook), object)
 			if len(calls) != 1 {
-				t.Fatalf("%s: webhook %s was called %d times, want once", side, label, len(calls))
+				t.Fatalf("%s: webhook %s was called %d times, want once", side, hook, len(calls))
 			}
 			body[side] = normalizeRequestBody(calls[0])
 		}
 		if !bytes.Equal(body["ours"], body["stock"]) {
-			t.Errorf("webhook %s received a request body other than stock's:\n%s", label, firstDifference(body["ours"], body["stock"]))
+			t.Errorf("webhook %s received a request body other than stock's:\n%s", hook, firstDifference(body["ours"], body["stock"]))
 		}
 	}
 }
