@@ -123,7 +123,11 @@ func FuzzValidatePodSecurityPolicy(f *testing.F) {
 		if errs := ValidatePodSecurityPolicyUpdate(oldPSP, newPSP); len(errs) > 0 {
 			t.Fatalf("a valid policy updated to itself is refused: %v", errs)
 		}
-		if _, err := psp.NewSimpleProvider(internal, "", factory); err != nil {
+		// As in 1.24, validation accepts MustRunAs without ranges for runAsUser, fsGroup and
+		// supplementalGroups, and the provider refuses such a policy (the plugin then finds
+		// it unusable). Every other valid policy must build a provider.
+		_, err := psp.NewSimpleProvider(internal, "", factory)
+		if err != nil && !mustRunAsWithoutRanges(internal) {
 			t.Fatalf("a valid policy builds no provider: %v", err)
 		}
 		var back policyv1beta1.PodSecurityPolicy
@@ -148,4 +152,13 @@ func sortedErrors(errs field.ErrorList) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// mustRunAsWithoutRanges says whether a policy has a MustRunAs rule without ranges where 1.24's
+// validation allowed one (runAsUser, fsGroup, supplementalGroups).
+func mustRunAsWithoutRanges(p *policy.PodSecurityPolicy) bool {
+	s := p.Spec
+	return (s.RunAsUser.Rule == policy.RunAsUserStrategyMustRunAs && len(s.RunAsUser.Ranges) == 0) ||
+		(s.FSGroup.Rule == policy.FSGroupStrategyMustRunAs && len(s.FSGroup.Ranges) == 0) ||
+		(s.SupplementalGroups.Rule == policy.SupplementalGroupsStrategyMustRunAs && len(s.SupplementalGroups.Ranges) == 0)
 }
