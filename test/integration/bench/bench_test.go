@@ -195,7 +195,7 @@ func TestHarness(t *testing.T) {
 			{bench.HeadingPolicy, 7, 4},
 			{bench.HeadingFanOut, 8, 1 + 2*len(fanOutWebhooks)},
 			{bench.HeadingPlugins, 8, pluginRows},
-			{bench.HeadingDispatch, 6, 2 * len(dispatchWebhooks)},
+			{bench.HeadingDispatch, 8, 2 * len(dispatchWebhooks)},
 		} {
 			header, rows, err := tableAfter(text, table.heading)
 			if err != nil {
