@@ -18,10 +18,16 @@ import (
 
 func main() {
 	// Signal handling is process-wide, so it lives here and not in the command.
-	command, err := app.NewAPIServerCommand(genericapiserver.SetupSignalContext())
+	var exitCode int
+	command, err := app.NewAPIServerCommand(app.WithExitCode(genericapiserver.SetupSignalContext(), &exitCode))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kube-apiserver: %v\n", err)
 		os.Exit(1)
 	}
-	os.Exit(cli.Run(command))
+	code := cli.Run(command)
+	if code != 0 && exitCode != 0 {
+		// A failure with an exit code of its own (preflight's blocked rollback).
+		code = exitCode
+	}
+	os.Exit(code)
 }

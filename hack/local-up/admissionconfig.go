@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 // writeAdmissionConfigIfMissing writes the admission configuration `make run` passes to
@@ -32,11 +33,10 @@ func writeAdmissionConfigIfMissing(path string) error {
 		}
 		writeEntry(&b, p.Name, p.ExampleConfig)
 	}
-	b.WriteString("# Portcullis's own dispatch of the two webhook plugins (on by default, as upstream's):\n")
-	b.WriteString("# circuit breakers and a time budget (docs/webhooks.md).\n")
-	for _, r := range portcullisadmission.Replacements() {
-		writeEntry(&b, r.Name, r.ExampleConfig)
-	}
+	b.WriteString("# The Portcullis entry: settings of ours that are no one plugin's. Here, our dispatch of\n")
+	b.WriteString("# the two webhook plugins: circuit breakers, a time budget, the validating early exit\n")
+	b.WriteString("# (docs/webhooks.md). A stock kube-apiserver ignores the entry.\n")
+	writeEntry(&b, portcullisconfig.EntryName, portcullisconfig.Example())
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 

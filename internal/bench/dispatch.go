@@ -56,19 +56,18 @@ const dispatchNamespace = "bench-dispatch"
 const dispatchConfig = `apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
-- name: MutatingAdmissionWebhook
+- name: Portcullis
   configuration:
     apiVersion: admission.portcullis.io/v1alpha1
-    kind: WebhookDispatchConfiguration
-    circuitBreaker: {}
-    timeBudget: {}
-- name: ValidatingAdmissionWebhook
-  configuration:
-    apiVersion: admission.portcullis.io/v1alpha1
-    kind: WebhookDispatchConfiguration
-    circuitBreaker: {}
-    timeBudget: {}
-    earlyExit: true
+    kind: PortcullisConfiguration
+    webhookDispatch:
+      mutating:
+        circuitBreaker: {}
+        timeBudget: {}
+      validating:
+        circuitBreaker: {}
+        timeBudget: {}
+        earlyExit: true
 `
 
 // runDispatch measures, on our binary and stock's (one etcd, two prefixes):

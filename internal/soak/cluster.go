@@ -18,6 +18,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 	"github.com/portcullis-k8s/portcullis/internal/proc"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 const (
@@ -214,9 +215,7 @@ func writeAdmissionConfig(path string) error {
 	for _, p := range portcullisadmission.Plugins() {
 		entry(p.Name, p.ExampleConfig)
 	}
-	for _, r := range portcullisadmission.Replacements() {
-		entry(r.Name, r.ExampleConfig)
-	}
+	entry(portcullisconfig.EntryName, portcullisconfig.Example())
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 

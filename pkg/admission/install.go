@@ -11,6 +11,9 @@ import (
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 // Install registers every plugin of ours into upstream's kube-apiserver admission options,
@@ -19,22 +22,39 @@ import (
 //
 // The user's --disable-admission-plugins (opts.DisablePlugins) is left alone: defaults live in
 // DefaultOffPlugins, so enabling one of ours is just --enable-admission-plugins.
-func Install(opts *kubeoptions.AdmissionOptions) error {
+//
+// The returned Settings carry the admission config file's Portcullis entry to the plugins
+// that read it when the chain is built: set them once the flags are parsed.
+func Install(opts *kubeoptions.AdmissionOptions) (*Settings, error) {
 	if opts == nil || opts.GenericAdmission == nil {
-		return fmt.Errorf("admission options are nil")
+		return nil, fmt.Errorf("admission options are nil")
 	}
-	if err := replace(opts.GenericAdmission, Replacements()); err != nil {
-		return err
+	settings := &Settings{}
+	if err := replace(opts.GenericAdmission, Replacements(), settings); err != nil {
+		return nil, err
 	}
-	return install(opts.GenericAdmission, Plugins())
+	return settings, install(opts.GenericAdmission, Plugins())
 }
+
+// Settings hand the Portcullis entry (portcullisconfig.Configuration) to the plugins of ours
+// that read it as the chain is built. Each set of admission options has its own; until Set,
+// and with no entry, they are stock's (the webhook plugins upstream's own).
+type Settings struct {
+	config *portcullisconfig.Configuration
+}
+
+// Set gives the plugins the Portcullis entry; call it before the chain is built.
+func (s *Settings) Set(config *portcullisconfig.Configuration) { s.config = config }
+
+// Config returns what Set gave (nil before).
+func (s *Settings) Config() *portcullisconfig.Configuration { return s.config }
 
 // replace swaps opts' plugin registry for one where each replacement of ours is registered
 // instead of upstream's plugin of its name. Upstream's registry cannot unregister a plugin,
 // and refuses a second one of a name, so the new registry is built from upstream's own
 // registration functions less the replaced plugins'; it must end up with exactly upstream's
 // names, or a Kubernetes bump changed the set and this fails.
-func replace(opts *genericoptions.AdmissionOptions, replacements []Replacement) error {
+func replace(opts *genericoptions.AdmissionOptions, replacements []Replacement, settings *Settings) error {
 	stock := sets.New(opts.Plugins.Registered()...)
 	plugins := genericadmission.NewPlugins()
 	registerUpstreamExceptWebhooks(plugins)
@@ -45,7 +65,8 @@ func replace(opts *genericoptions.AdmissionOptions, replacements []Replacement) 
 		if slices.Contains(plugins.Registered(), r.Name) {
 			return fmt.Errorf("admission plugin %q is registered by upstream's functions this registry calls; it cannot be replaced", r.Name)
 		}
-		r.Register(plugins)
+		validating := r.Phase.Validates()
+		r.Register(plugins, func() *webhook.Configuration { return settings.config.Dispatch(validating) })
 	}
 	if got := sets.New(plugins.Registered()...); !got.Equal(stock) {
 		return fmt.Errorf("replacing upstream's admission plugins changed the registered set: missing %v, extra %v",

@@ -25,6 +25,8 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 )
 
@@ -34,11 +36,18 @@ var updatePinned = flag.Bool("update", false, "rewrite testdata/ with upstream's
 // command builds them.
 func installed(t *testing.T) *kubeoptions.AdmissionOptions {
 	t.Helper()
+	opts, _ := installedWithSettings(t)
+	return opts
+}
+
+func installedWithSettings(t *testing.T) (*kubeoptions.AdmissionOptions, *Settings) {
+	t.Helper()
 	opts := kubeoptions.NewAdmissionOptions()
-	if err := Install(opts); err != nil {
+	settings, err := Install(opts)
+	if err != nil {
 		t.Fatalf("Install: %v", err)
 	}
-	return opts
+	return opts, settings
 }
 
 // lastPlugins must end the chain in this order: policy and webhook plugins see the object
@@ -278,9 +287,20 @@ func defaultOn(order []string, defaultOff sets.Set[string]) []string {
 }
 
 // TestReplacementsTakeUpstreamNames holds the replaced plugins to stock's names, place and
-// default, and checks that the name now builds our plugin, configured by either kind.
+// default, and checks that the name builds upstream's plugin unless the Portcullis entry (or
+// the entry in our kind of earlier releases) turns our dispatch on.
 func TestReplacementsTakeUpstreamNames(t *testing.T) {
-	opts := installed(t).GenericAdmission
+	installedOpts, settings := installedWithSettings(t)
+	opts := installedOpts.GenericAdmission
+	portcullisFile := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(portcullisFile, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: Portcullis\n  configuration:\n"+
+		indent(portcullisconfig.Example(), "    ")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	example, err := portcullisconfig.Load(portcullisFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
 	want := sets.New(stock.Plugins.Registered()...)
 	for _, p := range Plugins() {
@@ -292,14 +312,19 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 	// With no settings of ours, the name builds upstream's own plugin: the server is stock's.
 	// With a setting of our dispatch, ours.
 	const upstreamWebhookPackage = "k8s.io/apiserver/pkg/admission/plugin/webhook/"
+	const upstreamKind = "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n"
 	configs := []struct {
 		name, config string
+		portcullis   *portcullisconfig.Configuration
 		ours         bool
 	}{
-		{"none", "", false},
-		{"upstream's kind", "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n", false},
-		{"our kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n", false},
-		{"our kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n", true},
+		{"none", "", nil, false},
+		{"upstream's kind", upstreamKind, nil, false},
+		{"a Portcullis entry without dispatch", upstreamKind, &portcullisconfig.Configuration{}, false},
+		{"the Portcullis entry's example", upstreamKind, example, true},
+		{"the example, no entry of its own", "", example, true},
+		{"earlier releases' kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n", nil, false},
+		{"earlier releases' kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n", nil, true},
 	}
 	for _, r := range Replacements() {
 		if !slices.Contains(stock.RecommendedPluginOrder, r.Name) || stock.DefaultOffPlugins.Has(r.Name) {
@@ -308,11 +333,10 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		if slices.Index(opts.RecommendedPluginOrder, r.Name) < 0 || opts.DefaultOffPlugins.Has(r.Name) {
 			t.Errorf("%s lost its place or default in our order", r.Name)
 		}
-		for _, c := range append(configs, struct {
-			name, config string
-			ours         bool
-		}{"our example", r.ExampleConfig, true}) {
+		for _, c := range configs {
 			t.Run(r.Name+"/"+c.name, func(t *testing.T) {
+				settings.Set(c.portcullis)
+				defer settings.Set(nil)
 				var reader io.Reader
 				if c.config != "" {
 					reader = strings.NewReader(c.config)
@@ -340,12 +364,21 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 
 func TestReplaceRefusesWhatIsNotUpstreams(t *testing.T) {
 	opts := kubeoptions.NewAdmissionOptions().GenericAdmission
-	err := replace(opts, []Replacement{{Name: "NoSuchPlugin", Register: func(*genericadmission.Plugins) {}}})
+	noop := func(*genericadmission.Plugins, func() *webhook.Configuration) {}
+	err := replace(opts, []Replacement{{Name: "NoSuchPlugin", Register: noop}}, &Settings{})
 	if err == nil || !strings.Contains(err.Error(), "NoSuchPlugin") {
 		t.Fatalf("replacing a plugin upstream does not have: %v, want an error naming it", err)
 	}
-	err = replace(opts, []Replacement{{Name: "LimitRanger", Register: func(*genericadmission.Plugins) {}}})
+	err = replace(opts, []Replacement{{Name: "LimitRanger", Register: noop}}, &Settings{})
 	if err == nil || !strings.Contains(err.Error(), "LimitRanger") {
 		t.Fatalf("replacing a plugin this registry registers itself: %v, want an error naming it", err)
 	}
+}
+
+func indent(s, by string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = by + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
 }

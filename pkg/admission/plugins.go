@@ -5,6 +5,8 @@
 package admission
 
 import (
+	"slices"
+
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
@@ -75,29 +77,33 @@ func Plugins() []Plugin {
 	}
 }
 
+// IsOurs reports whether name is a plugin of this distribution's own: a name stock
+// kube-apiserver does not know. The replacements keep upstream's names and are not.
+func IsOurs(name string) bool {
+	return slices.ContainsFunc(Plugins(), func(p Plugin) bool { return p.Name == name })
+}
+
 // Replacements returns the upstream plugins this distribution registers under upstream's
 // names: the name keeps upstream's place in the chain, upstream's default (on) and upstream's
-// configuration kind, and adds a configuration kind of ours. Upstream's registration of the
-// name is then not made; ours builds upstream's own plugin unless the name's entry in the
-// admission config file asks for something of ours.
+// configuration kind (its entry stays upstream's). Upstream's registration of the name is
+// then not made; ours builds upstream's own plugin unless the Portcullis entry of the
+// admission config file turns on something of ours for it.
 func Replacements() []Replacement {
 	return []Replacement{
 		{
 			// MutatingAdmissionWebhook: upstream's plugin, or, with settings of ours, our
 			// dispatch (breakers, budget, one serialization per change) over upstream's matching.
-			Name:          webhookmutating.PluginName,
-			Phase:         Mutating,
-			Register:      webhookmutating.Register,
-			ExampleConfig: webhook.ExampleConfig,
+			Name:     webhookmutating.PluginName,
+			Phase:    Mutating,
+			Register: webhookmutating.Register,
 		},
 		{
 			// ValidatingAdmissionWebhook: upstream's plugin, or, with settings of ours, our
 			// dispatch (breakers, budget, early exit at the first denial) over upstream's
 			// matching.
-			Name:          webhookvalidating.PluginName,
-			Phase:         Validating,
-			Register:      webhookvalidating.Register,
-			ExampleConfig: webhook.ExampleValidatingConfig,
+			Name:     webhookvalidating.PluginName,
+			Phase:    Validating,
+			Register: webhookvalidating.Register,
 		},
 	}
 }
@@ -107,11 +113,9 @@ type Replacement struct {
 	// Name is the upstream plugin's name, which ours registers under.
 	Name  string
 	Phase Phase
-	// Register registers our plugin under Name.
-	Register func(*genericadmission.Plugins)
-	// ExampleConfig is a sample of our configuration kind for the plugin's entry in
-	// --admission-control-config-file, in YAML.
-	ExampleConfig string
+	// Register registers our plugin under Name; dispatch gives the Portcullis entry's
+	// settings for it when the plugin is built.
+	Register func(plugins *genericadmission.Plugins, dispatch func() *webhook.Configuration)
 }
 
 // Phase says which admission phases a plugin takes part in.

@@ -31,14 +31,14 @@ func FuzzCommandLineFromManifest(f *testing.F) {
 		if err := os.WriteFile(path, manifest, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		args, err := commandLineFromManifest(path)
+		args, _, err := commandLineFromManifest(path)
 		if err != nil {
 			if !strings.Contains(err.Error(), "--manifest") {
 				t.Errorf("the error does not name the flag: %v", err)
 			}
 			return
 		}
-		again, err := commandLineFromManifest(path)
+		again, _, err := commandLineFromManifest(path)
 		if err != nil || !slices.Equal(args, again) {
 			t.Errorf("not deterministic: %q, then %q (%v)", args, again, err)
 		}
@@ -120,7 +120,7 @@ func FuzzParseServerFlags(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, commandLine string) {
 		args := strings.Split(commandLine, "\n")
-		s, err := NewServerRunOptions()
+		s, _, err := NewServerRunOptions()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
 	pspopenapi "github.com/portcullis-k8s/portcullis/pkg/generated/openapi"
@@ -32,15 +33,29 @@ func init() {
 }
 
 // servesPodSecurityPolicy reports whether the server serves policy/v1beta1
-// podsecuritypolicies: when the PodSecurityPolicy plugin is enabled, or when the runtime
-// configuration names the resource or its version, so that policies and grants can be
-// written before enforcement is turned on. "api/all=true" alone does not: it enables what
-// stock serves, and stock serves no PodSecurityPolicy.
-func servesPodSecurityPolicy(admission *kubeoptions.AdmissionOptions, resources serverstorage.APIResourceConfigSource) bool {
+// podsecuritypolicies: when the PodSecurityPolicy plugin is enabled, or when the Portcullis
+// entry's servedAPIs names policy/v1beta1, so that policies and grants can be written before
+// enforcement is turned on — or when the runtime configuration names the resource or its
+// version, the form of earlier releases (namesPodSecurityPolicy). "api/all=true" alone does
+// not: it enables what stock serves, and stock serves no PodSecurityPolicy.
+func servesPodSecurityPolicy(admission *kubeoptions.AdmissionOptions, portcullis *portcullisconfig.Configuration, resources serverstorage.APIResourceConfigSource) bool {
 	return pluginEnabled(admission, podsecuritypolicy.PluginName) ||
-		resources.ResourceExplicitlyEnabled(policyrest.PodSecurityPolicies) ||
+		portcullis.Serves(policyrest.PodSecurityPolicies.GroupVersion()) ||
+		namesPodSecurityPolicy(resources)
+}
+
+// namesPodSecurityPolicy reports whether --runtime-config names policy/v1beta1 or its
+// podsecuritypolicies: how earlier releases served the API without the plugin. A stock
+// kube-apiserver refuses to start with it.
+func namesPodSecurityPolicy(resources serverstorage.APIResourceConfigSource) bool {
+	return resources.ResourceExplicitlyEnabled(policyrest.PodSecurityPolicies) ||
 		resources.VersionExplicitlyEnabled(policyrest.PodSecurityPolicies.GroupVersion())
 }
+
+// runtimeConfigDeprecation is the start-up warning for --runtime-config naming policy/v1beta1.
+const runtimeConfigDeprecation = "--runtime-config names policy/v1beta1, which stops a stock kube-apiserver from starting " +
+	"(\"group version policy/v1beta1 that has not been registered\"): list policy/v1beta1 in the admission config file's " +
+	"Portcullis entry, servedAPIs, instead; the flag is read for this release only"
 
 // pluginEnabled reports whether the admission flags enable a plugin that is off by default.
 func pluginEnabled(opts *kubeoptions.AdmissionOptions, name string) bool {

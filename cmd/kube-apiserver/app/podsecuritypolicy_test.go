@@ -3,6 +3,7 @@ package app
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/resourceconfig"
@@ -17,6 +18,7 @@ import (
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 	policyrest "k8s.io/kubernetes/pkg/registry/policy/rest"
 
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	ourpolicyrest "github.com/portcullis-k8s/portcullis/pkg/registry/policy/rest"
 )
 
@@ -25,6 +27,7 @@ func TestServesPodSecurityPolicy(t *testing.T) {
 		name          string
 		enable        []string
 		runtimeConfig map[string]string
+		servedAPIs    []schema.GroupVersion
 		want          bool
 	}{
 		{name: "nothing of ours", want: false},
@@ -32,9 +35,10 @@ func TestServesPodSecurityPolicy(t *testing.T) {
 		{name: "the resource by runtime-config", runtimeConfig: map[string]string{"policy/v1beta1/podsecuritypolicies": "true"}, want: true},
 		{name: "the version by runtime-config", runtimeConfig: map[string]string{"policy/v1beta1": "true"}, want: true},
 		{name: "api/all=true alone serves what stock serves", runtimeConfig: map[string]string{"api/all": "true"}, want: false},
+		{name: "the Portcullis entry's servedAPIs", servedAPIs: []schema.GroupVersion{{Group: "policy", Version: "v1beta1"}}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := NewServerRunOptions()
+			s, _, err := NewServerRunOptions()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +51,8 @@ func TestServesPodSecurityPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := servesPodSecurityPolicy(s.Admission, resources); got != tc.want {
+			portcullis := &portcullisconfig.Configuration{ServedAPIs: tc.servedAPIs}
+			if got := servesPodSecurityPolicy(s.Admission, portcullis, resources); got != tc.want {
 				t.Errorf("servesPodSecurityPolicy = %v, want %v", got, tc.want)
 			}
 		})

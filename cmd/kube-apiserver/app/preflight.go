@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,11 +19,14 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	admissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/resourceconfig"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -44,6 +48,7 @@ import (
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 const preflightLong = `Preflight checks, before you swap binaries, that this kube-apiserver accepts a node's
@@ -53,7 +58,14 @@ readable and that certificates and keys parse and match, loads the admission
 configuration and every plugin's configuration, and prints the admission chains that would
 load and how they differ from stock kube-apiserver with the same flags.
 
-It exits 0 when the swap is safe, and 1 listing every problem when it is not.
+It also answers whether a rollback would work: whether stock kube-apiserver of the same
+Kubernetes release, given the same files and this command line less Portcullis's plugin
+names, would start (upstream's own options, plugin registry and configuration loaders judge
+it: the flags naming plugins, --runtime-config, every admission config entry stock reads).
+
+Exit codes: 0 the swap is safe and a rollback would work; 1 the swap is not safe (every
+problem listed) or preflight could not run; 3 the swap is safe but a rollback is blocked
+(every reason listed).
 
 Take the command line from one of:
   kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml
@@ -75,9 +87,10 @@ func newPreflightCommand() *cobra.Command {
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var (
-				argv   []string
-				source string
-				err    error
+				argv           []string
+				hostPathMounts []string
+				source         string
+				err            error
 			)
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -89,7 +102,7 @@ func newPreflightCommand() *cobra.Command {
 				return fmt.Errorf("flags after -- are not taken with --manifest or --systemd-unit: %q", args)
 			case manifest != "":
 				source = "static pod manifest " + manifest
-				argv, err = commandLineFromManifest(manifest)
+				argv, hostPathMounts, err = commandLineFromManifest(manifest)
 			case unit != "":
 				source = "systemd unit " + unit
 				argv, err = commandLineFromSystemdUnit(unit, environmentFile)
@@ -111,12 +124,15 @@ func newPreflightCommand() *cobra.Command {
 			klog.SetLogger(logr.Discard())
 			klog.SetOutput(io.Discard)
 			klog.LogToStderr(false)
-			var problems int
+			var problems, rollbackBlockers int
 			admissionConfigFile := ""
 			if source != "" {
 				report := Preflight(cmd.Context(), argv)
+				if manifest != "" && hostPathMounts != nil {
+					report.checkHostPathMounts(hostPathMounts)
+				}
 				report.Print(cmd.OutOrStdout(), source)
-				problems = len(report.Problems)
+				problems, rollbackBlockers = len(report.Problems), len(report.RollbackBlockers)
 				admissionConfigFile = report.AdmissionConfigFile
 			}
 			if webhooks {
@@ -130,6 +146,10 @@ func newPreflightCommand() *cobra.Command {
 			}
 			if problems > 0 {
 				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", problems)
+			}
+			if rollbackBlockers > 0 {
+				setExitCode(cmd.Context(), ExitRollbackBlocked)
+				return fmt.Errorf("preflight found %d reason(s) a rollback to stock would fail", rollbackBlockers)
 			}
 			return nil
 		},
@@ -163,6 +183,14 @@ type PreflightReport struct {
 	Warnings []string
 	// Notes are facts worth knowing that are not problems.
 	Notes []string
+	// RollbackBlockers lists why stock kube-apiserver would not start with the same files
+	// and this command line less our plugin names: a rollback would fail.
+	RollbackBlockers []string
+	// RollbackEdits are the edits of the command line a rollback takes: our plugin names out
+	// of the admission flags.
+	RollbackEdits []string
+	// namedFiles are the files the flags name, by flag, for the static pod's mounts.
+	namedFiles [][2]string
 	// Mutating and Validating are the admission chains that would load, in order.
 	Mutating, Validating []string
 	// StockMutating and StockValidating are stock kube-apiserver's chains for the same
@@ -182,7 +210,7 @@ func (r *PreflightReport) reported(text string) bool {
 // Preflight checks a kube-apiserver command line (without the program name).
 func Preflight(ctx context.Context, args []string) *PreflightReport {
 	r := &PreflightReport{Args: args}
-	s, err := NewServerRunOptions()
+	s, settings, err := NewServerRunOptions()
 	if err != nil {
 		r.problem("%v", err)
 		return r
@@ -191,6 +219,12 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	if err != nil {
 		r.problem("command line: %v", err)
 		return r
+	}
+	checkRepeatedFlags(r, args)
+	for _, name := range fileFlags {
+		for _, path := range flagValues(fs, name) {
+			r.namedFiles = append(r.namedFiles, [2]string{name, path})
+		}
 	}
 	r.AdmissionConfigFile = s.Admission.GenericAdmission.ConfigFile
 	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
@@ -239,11 +273,22 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	}
 
 	loopback := loopbackHost(s)
-	enforcementModes, err := enforcement.Load(completed.Admission.GenericAdmission.ConfigFile)
-	if err == nil {
-		err = enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(completed.Admission))
+	checkRollback(r, args, loopback)
+	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), completed.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
+		r.problem("--runtime-config: %v", err)
+	} else if namesOurAPIs(completed.APIEnablement.RuntimeConfig) {
+		r.Warnings = append(r.Warnings, runtimeConfigDeprecation)
 	}
+	portcullis, err := portcullisconfig.Load(completed.Admission.GenericAdmission.ConfigFile)
 	if err != nil {
+		r.problem("%v", err)
+		return r
+	}
+	settings.Set(portcullis)
+	for _, d := range portcullis.Deprecations {
+		r.Warnings = append(r.Warnings, d.Message)
+	}
+	if err := enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes).CheckEnabled(portcullisadmission.EnabledPlugins(completed.Admission)); err != nil {
 		r.problem("enforcement modes: %v", err)
 	}
 	r.Mutating, r.Validating, err = admissionChains(completed.Admission, s.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
@@ -255,10 +300,6 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 		}
 		return r
 	}
-	r.StockMutating, r.StockValidating, err = stockChains(args, loopback)
-	if err != nil {
-		r.Notes = append(r.Notes, fmt.Sprintf("stock kube-apiserver's chain could not be computed for comparison: %v", err))
-	}
 	for _, p := range portcullisadmission.Plugins() {
 		if p.Prerequisite != "" && (slices.Contains(r.Mutating, p.Name) || slices.Contains(r.Validating, p.Name)) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is enabled: %s", p.Name, p.Prerequisite))
@@ -269,13 +310,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 
 // parseServerFlags parses args into s exactly as the server's command does.
 func parseServerFlags(s *options.ServerRunOptions, args []string) (*pflag.FlagSet, error) {
-	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	// As the server's command (component-base/cli.Run): --etcd_servers is --etcd-servers.
-	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
-	for _, named := range namedFlagSets(s, "kube-apiserver").FlagSets {
-		fs.AddFlagSet(named)
-	}
+	fs := serverFlagSet(s)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -283,6 +318,18 @@ func parseServerFlags(s *options.ServerRunOptions, args []string) (*pflag.FlagSe
 		return nil, fmt.Errorf("kube-apiserver takes no positional argument, got %q", rest)
 	}
 	return fs, nil
+}
+
+// serverFlagSet returns the server's flags, bound to s, as the server's command defines them.
+func serverFlagSet(s *options.ServerRunOptions) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	// As the server's command (component-base/cli.Run): --etcd_servers is --etcd-servers.
+	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
+	for _, named := range namedFlagSets(s, "kube-apiserver").FlagSets {
+		fs.AddFlagSet(named)
+	}
+	return fs
 }
 
 // fileFlags name files the server reads at start-up; each given one must be readable.
@@ -449,14 +496,126 @@ func (d drainedInitializer) Initialize(plugin admission.Interface) {
 	}
 }
 
-// stockChains computes stock kube-apiserver's chains for args with our plugin names taken
-// out of the admission flags (stock would refuse them).
-func stockChains(args []string, loopback string) (mutating, validating []string, err error) {
+// checkRollback judges, with upstream's own options, plugin registry and loaders, whether
+// stock kube-apiserver would start with args less our plugin names: the flags that name
+// plugins, --runtime-config against stock's API groups, and the admission chain built from
+// the admission config file (every entry of a plugin stock enables, decoded by that plugin).
+// It records stock's chains for the comparison.
+func checkRollback(r *PreflightReport, args []string, loopback string) {
+	stripped := withoutOurPlugins(args)
+	r.RollbackEdits = ourPluginNames(args)
 	stock := options.NewServerRunOptions()
-	if _, err := parseServerFlags(stock, withoutOurPlugins(args)); err != nil {
-		return nil, nil, err
+	if _, err := parseServerFlags(stock, stripped); err != nil {
+		r.RollbackBlockers = append(r.RollbackBlockers, fmt.Sprintf("command line: %v", err))
+		return
 	}
-	return admissionChains(stock.Admission, stock.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
+	for _, err := range stock.Admission.Validate() {
+		r.RollbackBlockers = append(r.RollbackBlockers, err.Error())
+	}
+	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), stock.APIEnablement.RuntimeConfig, stockAPIs{legacyscheme.Scheme}); err != nil {
+		r.RollbackBlockers = append(r.RollbackBlockers, fmt.Sprintf("--runtime-config: %v", err))
+	}
+	var err error
+	r.StockMutating, r.StockValidating, err = admissionChains(stock.Admission, stock.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
+	if err != nil {
+		r.StockMutating, r.StockValidating = nil, nil
+		if file := stock.Admission.GenericAdmission.ConfigFile; file != "" {
+			r.RollbackBlockers = append(r.RollbackBlockers, fmt.Sprintf("admission (--admission-control-config-file %s): %v", file, err))
+		} else {
+			r.RollbackBlockers = append(r.RollbackBlockers, fmt.Sprintf("admission: %v", err))
+		}
+	}
+}
+
+// stockAPIs is the server's scheme as stock's binary has it: without the group versions of
+// ours, which this binary's scheme knows from process start.
+type stockAPIs struct{ *runtime.Scheme }
+
+func isOurAPI(gv schema.GroupVersion) bool {
+	return slices.Contains(portcullisconfig.ServableAPIs(), gv)
+}
+
+func (s stockAPIs) IsVersionRegistered(gv schema.GroupVersion) bool {
+	return !isOurAPI(gv) && s.Scheme.IsVersionRegistered(gv)
+}
+
+func (s stockAPIs) PrioritizedVersionsAllGroups() []schema.GroupVersion {
+	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsAllGroups(), isOurAPI)
+}
+
+func (s stockAPIs) PrioritizedVersionsForGroup(group string) []schema.GroupVersion {
+	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsForGroup(group), isOurAPI)
+}
+
+// namesOurAPIs reports whether a --runtime-config names an API of ours (group/version, or
+// group/version/resource), as earlier releases had it: a stock kube-apiserver refuses to
+// start with it.
+func namesOurAPIs(runtimeConfig cliflag.ConfigurationMap) bool {
+	for key := range runtimeConfig {
+		if parts := strings.SplitN(key, "/", 3); len(parts) >= 2 && isOurAPI(schema.GroupVersion{Group: parts[0], Version: parts[1]}) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRepeatedFlags reports each single-valued flag given more than once with different
+// values: the server keeps the last silently, so an earlier one (a cluster's own
+// --admission-control-config-file, say) is lost. A flag is single-valued when setting only
+// its last value gives what setting all of them gives.
+func checkRepeatedFlags(r *PreflightReport, args []string) {
+	values := map[string][]string{}
+	var order []string
+	fs := serverFlagSet(options.NewServerRunOptions())
+	err := fs.ParseAll(args, func(f *pflag.Flag, value string) error {
+		if _, seen := values[f.Name]; !seen {
+			order = append(order, f.Name)
+		}
+		values[f.Name] = append(values[f.Name], value)
+		return f.Value.Set(value)
+	})
+	if err != nil {
+		return // reported by the parse proper
+	}
+	for _, name := range order {
+		given := values[name]
+		if len(given) < 2 || len(slices.Compact(slices.Clone(given))) < 2 {
+			continue
+		}
+		last := serverFlagSet(options.NewServerRunOptions())
+		if err := last.Set(name, given[len(given)-1]); err != nil {
+			continue
+		}
+		if last.Lookup(name).Value.String() == fs.Lookup(name).Value.String() {
+			r.problem("--%s is given %d times (%s): the server keeps only the last, %q, and ignores the others", name, len(given), strings.Join(quoteAll(given), ", "), given[len(given)-1])
+		}
+	}
+}
+
+func quoteAll(values []string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = strconv.Quote(v)
+	}
+	return out
+}
+
+// checkHostPathMounts reports each file the flags name that none of the static pod's
+// hostPath volume mounts (given as mount paths) brings into the container: preflight reads
+// it on the host, but the server in its container would not find it.
+func (r *PreflightReport) checkHostPathMounts(mounts []string) {
+	for _, named := range r.namedFiles {
+		flag, path := named[0], named[1]
+		if !slices.ContainsFunc(mounts, func(m string) bool { return pathWithin(path, m) }) {
+			r.problem("--%s %s: no hostPath volume of the static pod mounts it, so the server in its container cannot read it (mounted: %s)", flag, path, strings.Join(mounts, ", "))
+		}
+	}
+}
+
+// pathWithin reports whether path is dir or lies under it.
+func pathWithin(path, dir string) bool {
+	path, dir = filepath.Clean(path), filepath.Clean(dir)
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
 var admissionListFlags = []string{"--enable-admission-plugins", "--disable-admission-plugins", "--admission-control"}
@@ -464,10 +623,6 @@ var admissionListFlags = []string{"--enable-admission-plugins", "--disable-admis
 // withoutOurPlugins returns args with this distribution's plugin names removed from the
 // admission flags, in both --flag=a,b and --flag a,b forms.
 func withoutOurPlugins(args []string) []string {
-	ours := sets.New[string]()
-	for _, p := range portcullisadmission.Plugins() {
-		ours.Insert(p.Name)
-	}
 	// The server reads each list as one CSV record (pflag's string slices), so a name may
 	// be quoted: read and write it the same way.
 	strip := func(list string) string {
@@ -475,7 +630,7 @@ func withoutOurPlugins(args []string) []string {
 		if err != nil {
 			return list // none (io.EOF), or malformed: the server refuses it, as stock does
 		}
-		names = slices.DeleteFunc(names, func(n string) bool { return ours.Has(strings.TrimSpace(n)) })
+		names = slices.DeleteFunc(names, func(n string) bool { return portcullisadmission.IsOurs(strings.TrimSpace(n)) })
 		var b strings.Builder
 		w := csv.NewWriter(&b)
 		if err := w.Write(names); err != nil {
@@ -503,6 +658,35 @@ func withoutOurPlugins(args []string) []string {
 		}
 	}
 	return out
+}
+
+// ourPluginNames lists, per admission flag, the plugin names of ours args give it: what a
+// rollback takes out of the command line.
+func ourPluginNames(args []string) []string {
+	fs := serverFlagSet(options.NewServerRunOptions())
+	found := map[string][]string{}
+	_ = fs.ParseAll(args, func(f *pflag.Flag, value string) error {
+		if !slices.Contains(admissionListFlags, "--"+f.Name) {
+			return nil
+		}
+		names, err := csv.NewReader(strings.NewReader(value)).Read()
+		if err != nil {
+			return nil
+		}
+		for _, n := range names {
+			if n = strings.TrimSpace(n); portcullisadmission.IsOurs(n) && !slices.Contains(found[f.Name], n) {
+				found[f.Name] = append(found[f.Name], n)
+			}
+		}
+		return nil
+	})
+	var edits []string
+	for _, flag := range admissionListFlags {
+		if names := found[strings.TrimPrefix(flag, "--")]; len(names) > 0 {
+			edits = append(edits, fmt.Sprintf("remove %s from %s", strings.Join(names, ", "), flag))
+		}
+	}
+	return edits
 }
 
 // chainRecorder is an admission decorator that records the plugins of a chain, in order.
@@ -538,6 +722,19 @@ func (r *PreflightReport) Print(w io.Writer, source string) {
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	edits := "the same command line"
+	if len(r.RollbackEdits) > 0 {
+		edits = "the command line less Portcullis's plugin names (" + strings.Join(r.RollbackEdits, "; ") + ")"
+	}
+	if len(r.RollbackBlockers) == 0 {
+		fmt.Fprintf(w, "Rollback: stock kube-apiserver %s would start with the same files and %s.\n\n", stockVersion(), edits)
+	} else {
+		fmt.Fprintf(w, "Rollback is BLOCKED: stock kube-apiserver %s would not start with the same files and %s:\n", stockVersion(), edits)
+		for _, b := range r.RollbackBlockers {
+			fmt.Fprintf(w, "  - %s\n", b)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)

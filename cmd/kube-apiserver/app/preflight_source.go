@@ -15,16 +15,20 @@ import (
 )
 
 // commandLineFromManifest returns the arguments kube-apiserver gets from a static pod
-// manifest: its container's command after the program name, then its args, as the kubelet
-// passes them.
-func commandLineFromManifest(path string) ([]string, error) {
+// manifest — its container's command after the program name, then its args, as the kubelet
+// passes them — and the mount paths of the container's hostPath volumes.
+func commandLineFromManifest(path string) (args, hostPathMounts []string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--manifest: %w", err)
+		return nil, nil, fmt.Errorf("--manifest: %w", err)
 	}
 	var pod corev1.Pod
 	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
-		return nil, fmt.Errorf("--manifest %s: not a Pod manifest: %w", path, err)
+		return nil, nil, fmt.Errorf("--manifest %s: not a Pod manifest: %w", path, err)
+	}
+	hostPaths := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		hostPaths[v.Name] = v.HostPath != nil
 	}
 	for _, c := range pod.Spec.Containers {
 		argv := append(append([]string{}, c.Command...), c.Args...)
@@ -33,12 +37,18 @@ func commandLineFromManifest(path string) ([]string, error) {
 		}
 		if c.Name == "kube-apiserver" || filepath.Base(argv[0]) == "kube-apiserver" {
 			if filepath.Base(argv[0]) != "kube-apiserver" {
-				return nil, fmt.Errorf("--manifest %s: container %q runs %q, not kube-apiserver", path, c.Name, argv[0])
+				return nil, nil, fmt.Errorf("--manifest %s: container %q runs %q, not kube-apiserver", path, c.Name, argv[0])
 			}
-			return argv[1:], nil
+			hostPathMounts = []string{}
+			for _, m := range c.VolumeMounts {
+				if hostPaths[m.Name] {
+					hostPathMounts = append(hostPathMounts, m.MountPath)
+				}
+			}
+			return argv[1:], hostPathMounts, nil
 		}
 	}
-	return nil, fmt.Errorf("--manifest %s: no container runs kube-apiserver", path)
+	return nil, nil, fmt.Errorf("--manifest %s: no container runs kube-apiserver", path)
 }
 
 // systemdDropInRoots are the directories, besides the unit's own, whose <unit>.d/*.conf

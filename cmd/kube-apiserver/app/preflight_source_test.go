@@ -60,7 +60,7 @@ spec:
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, dir, strings.Repeat("m", i+1)+".yaml", tc.manifest)
-			got, err := commandLineFromManifest(path)
+			got, _, err := commandLineFromManifest(path)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("want an error naming %s and saying %q, got %v", path, tc.wantErr, err)
@@ -75,7 +75,7 @@ spec:
 			}
 		})
 	}
-	if _, err := commandLineFromManifest(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--manifest") {
+	if _, _, err := commandLineFromManifest(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--manifest") {
 		t.Errorf("a missing manifest: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -411,5 +412,168 @@ func TestPreflightWarnsOfPluginsThatNeedSetup(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPreflightRollbackVerdict: preflight says whether stock kube-apiserver would start with
+// the same files and the command line less our plugin names, judged by upstream's own
+// options, registry and loaders; the forms of earlier releases that stop stock are named
+// with their replacement.
+func TestPreflightRollbackVerdict(t *testing.T) {
+	node := newPreflightNode(t)
+	write := func(name, content string) string {
+		path := filepath.Join(node.dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const admissionHeader = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
+	portcullisEntry := write("portcullis.yaml", admissionHeader+"- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n"+
+		"    servedAPIs: [policy/v1beta1]\n    enforcementModes:\n    - name: SecurityContextDeny\n      modes: [Audit]\n")
+	legacyWebhookEntry := write("legacy-webhook.yaml", admissionHeader+"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n")
+	tests := []struct {
+		name                     string
+		extra                    []string
+		wantProblems, wantBlocks []string
+		wantWarnings, wantEdits  []string
+	}{
+		{name: "stock's command line"},
+		{
+			name:      "our plugins in every admission flag",
+			extra:     []string{"--enable-admission-plugins=NodeRestriction,SecurityContextDeny,PodPreset", "--disable-admission-plugins=DenyEscalatingExec,AlwaysPullImages"},
+			wantEdits: []string{"remove SecurityContextDeny, PodPreset from --enable-admission-plugins", "remove DenyEscalatingExec from --disable-admission-plugins"},
+		},
+		{
+			name:      "the Portcullis entry",
+			extra:     []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + portcullisEntry},
+			wantEdits: []string{"remove SecurityContextDeny from --enable-admission-plugins"},
+		},
+		{
+			name:         "runtime-config naming policy/v1beta1, as earlier releases had it",
+			extra:        []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
+			wantBlocks:   []string{"--runtime-config", "policy/v1beta1"},
+			wantWarnings: []string{"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
+		},
+		{
+			name:         "our dispatch kind in a webhook entry, as earlier releases had it",
+			extra:        []string{"--admission-control-config-file=" + legacyWebhookEntry},
+			wantBlocks:   []string{"--admission-control-config-file " + legacyWebhookEntry, "WebhookDispatchConfiguration"},
+			wantWarnings: []string{"plugins[0] (ValidatingAdmissionWebhook)", "webhookDispatch.validating"},
+		},
+		{
+			name:         "a typo in runtime-config stops both servers",
+			extra:        []string{"--runtime-config=policy/v1beta2=true"},
+			wantProblems: []string{"--runtime-config", "policy/v1beta2"},
+			wantBlocks:   []string{"--runtime-config", "policy/v1beta2"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			report := Preflight(context.Background(), node.with(nil, tc.extra...))
+			for _, c := range []struct {
+				what      string
+				got, want []string
+			}{
+				{"problems", report.Problems, tc.wantProblems},
+				{"rollback blockers", report.RollbackBlockers, tc.wantBlocks},
+				{"warnings", report.Warnings, tc.wantWarnings},
+				{"rollback edits", report.RollbackEdits, tc.wantEdits},
+			} {
+				joined := strings.Join(c.got, "\n")
+				if len(c.want) == 0 && len(c.got) > 0 {
+					t.Errorf("want no %s, got %q", c.what, c.got)
+				}
+				for _, want := range c.want {
+					if !strings.Contains(joined, want) {
+						t.Errorf("%s %q do not say %q", c.what, c.got, want)
+					}
+				}
+			}
+			var out strings.Builder
+			report.Print(&out, "test")
+			verdict := "Rollback: stock kube-apiserver"
+			if len(tc.wantBlocks) > 0 {
+				verdict = "Rollback is BLOCKED"
+			}
+			if !strings.Contains(out.String(), verdict) {
+				t.Errorf("the report does not say %q:\n%s", verdict, out.String())
+			}
+		})
+	}
+}
+
+// TestPreflightExitCodes runs the preflight command: 0 when the swap is safe and a rollback
+// would work, 1 when the swap is not safe, 3 when only the rollback is blocked.
+func TestPreflightExitCodes(t *testing.T) {
+	node := newPreflightNode(t)
+	for _, tc := range []struct {
+		name    string
+		extra   []string
+		wantErr bool
+		want    int
+	}{
+		{name: "safe", want: 0},
+		{name: "rollback blocked", extra: []string{"--runtime-config=policy/v1beta1=true"}, wantErr: true, want: ExitRollbackBlocked},
+		{name: "not safe", extra: []string{"--runtime-config=policy/v1beta2=true"}, wantErr: true, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var code int
+			cmd, err := NewAPIServerCommand(WithExitCode(context.Background(), &code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs(append([]string{"preflight", "--"}, node.with(nil, tc.extra...)...))
+			err = cmd.Execute()
+			if (err != nil) != tc.wantErr || code != tc.want {
+				t.Errorf("preflight: error %v, exit code %d; want an error: %v, exit code %d (0: cli.Run's own)\n%s", err, code, tc.wantErr, tc.want, out.String())
+			}
+		})
+	}
+}
+
+// TestPreflightRepeatedFlags: a single-valued flag given twice keeps only its last value,
+// silently, so preflight reports it; flags whose values add up (--runtime-config, lists)
+// are not reported.
+func TestPreflightRepeatedFlags(t *testing.T) {
+	node := newPreflightNode(t)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{name: "single-valued, twice", extra: []string{"--admission-control-config-file=/etc/a.yaml", "--admission-control-config-file=/etc/b.yaml"},
+			want: `--admission-control-config-file is given 2 times ("/etc/a.yaml", "/etc/b.yaml"): the server keeps only the last, "/etc/b.yaml"`},
+		{name: "single-valued, the same value twice", extra: []string{"--v=2", "--v=2"}},
+		{name: "a map, twice", extra: []string{"--runtime-config=api/all=true", "--runtime-config=batch/v1=true"}},
+		{name: "a list, twice", extra: []string{"--service-account-key-file=" + node.files.ServiceAccountPub, "--service-account-key-file=" + node.files.ServiceAccountKey}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			report := Preflight(context.Background(), node.with(nil, tc.extra...))
+			repeated := slices.DeleteFunc(slices.Clone(report.Problems), func(p string) bool { return !strings.Contains(p, "is given") })
+			switch {
+			case tc.want == "" && len(repeated) > 0:
+				t.Errorf("want no repeated flag reported, got %q", repeated)
+			case tc.want != "" && !slices.ContainsFunc(repeated, func(p string) bool { return strings.Contains(p, tc.want) }):
+				t.Errorf("problems %q do not say %q", report.Problems, tc.want)
+			}
+		})
+	}
+}
+
+// TestPreflightHostPathMounts: a file the flags name must be mounted into the static pod's
+// container from the host, or the server, unlike preflight, cannot read it.
+func TestPreflightHostPathMounts(t *testing.T) {
+	r := &PreflightReport{namedFiles: [][2]string{
+		{"tls-cert-file", "/etc/kubernetes/pki/apiserver.crt"},
+		{"admission-control-config-file", "/etc/kubernetes/portcullis/admission-config.yaml"},
+		{"audit-policy-file", "/etc/kubernetes/audit/policy.yaml"},
+	}}
+	r.checkHostPathMounts([]string{"/etc/kubernetes/pki", "/etc/kubernetes/portcullis/admission-config.yaml", "/etc/kubernetes/aud"})
+	if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "--audit-policy-file /etc/kubernetes/audit/policy.yaml: no hostPath volume") {
+		t.Errorf("problems %q, want the audit policy alone reported", r.Problems)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
@@ -23,7 +24,7 @@ import (
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
-func run(ctx context.Context, opts options.CompletedOptions, readiness *portcullisadmission.ReadinessChecks, enforcementModes *enforcement.Decorator) error {
+func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, enforcementModes *enforcement.Decorator) error {
 	klog.Infof("Version: %+v", version.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
@@ -45,7 +46,11 @@ func run(ctx context.Context, opts options.CompletedOptions, readiness *portcull
 		return err
 	}
 	restore := func() {}
-	if servesPodSecurityPolicy(opts.Admission, config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource) {
+	resources := config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource
+	if namesPodSecurityPolicy(resources) {
+		klog.Warning(runtimeConfigDeprecation)
+	}
+	if servesPodSecurityPolicy(opts.Admission, portcullis, resources) {
 		if restore, err = servePodSecurityPolicy(config); err != nil {
 			return err
 		}

@@ -21,10 +21,12 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 // The description stock kube-apiserver prints in --help; kept word for word so the
@@ -35,20 +37,22 @@ others. The API Server services REST operations and provides the frontend to the
 cluster's shared state through which all other components interact.`
 
 // NewServerRunOptions returns stock kube-apiserver's options with Portcullis's admission
-// plugins installed: registered, ordered and default-off.
-func NewServerRunOptions() (*options.ServerRunOptions, error) {
+// plugins installed: registered, ordered and default-off. The settings carry the admission
+// config file's Portcullis entry to the plugins; set them once the flags are parsed.
+func NewServerRunOptions() (*options.ServerRunOptions, *portcullisadmission.Settings, error) {
 	s := options.NewServerRunOptions()
-	if err := portcullisadmission.Install(s.Admission); err != nil {
-		return nil, fmt.Errorf("installing Portcullis admission plugins: %w", err)
+	settings, err := portcullisadmission.Install(s.Admission)
+	if err != nil {
+		return nil, nil, fmt.Errorf("installing Portcullis admission plugins: %w", err)
 	}
-	return s, nil
+	return s, settings, nil
 }
 
 // NewAPIServerCommand returns the kube-apiserver command. The server runs until ctx ends;
 // main passes the process's signal context, so the command itself touches no process-wide
 // state and can be built and run more than once in a process.
 func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
-	s, err := NewServerRunOptions()
+	s, settings, err := NewServerRunOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +79,18 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			cliflag.PrintFlags(cmd.Flags())
 
-			// Enforcement modes come from the admission config file; a bad entry, or one naming
-			// a plugin that is not enabled or cannot be relaxed, stops the start here, before
-			// anything dials etcd.
-			enforcementModes, err := enforcement.Load(s.Admission.GenericAdmission.ConfigFile)
+			// Our settings come from the admission config file's Portcullis entry; a bad entry,
+			// or enforcement modes naming a plugin that is not enabled or cannot be relaxed,
+			// stops the start here, before anything dials etcd.
+			portcullis, err := portcullisconfig.Load(s.Admission.GenericAdmission.ConfigFile)
 			if err != nil {
 				return err
 			}
+			for _, d := range portcullis.Deprecations {
+				klog.Warning(d.Message)
+			}
+			settings.Set(portcullis)
+			enforcementModes := enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes)
 			if err := enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(s.Admission)); err != nil {
 				return err
 			}
@@ -100,7 +109,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return run(ctx, completed, readiness, enforcementModes)
+			return run(ctx, completed, portcullis, readiness, enforcementModes)
 		},
 		Args: noPositionalArgs,
 	}

@@ -3,26 +3,14 @@ package enforcement
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
-	apiserverapiv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
-	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
-
-// EntryName is the name of the admission config file's entry that holds the
-// EnforcementConfiguration. No plugin has this name, so a stock server never reads it.
-const EntryName = "EnforcementModes"
 
 // refused lists the plugins whose mode cannot be changed, and why (see the package doc).
 var refused = map[string]string{
@@ -48,109 +36,22 @@ var refused = map[string]string{
 // RefusedReason reports why plugin's enforcement mode cannot be changed, or "" if it can.
 func RefusedReason(plugin string) string { return refused[plugin] }
 
-// admissionConfigScheme decodes the admission config file exactly as upstream's
-// k8s.io/apiserver/pkg/server/options does: the same kinds, strict.
-var admissionConfigScheme = runtime.NewScheme()
-
-// enforcementScheme holds our kinds; only EnforcementConfiguration is expected here.
-var enforcementScheme = runtime.NewScheme()
-
-func init() {
-	utilruntime.Must(apiserverapi.AddToScheme(admissionConfigScheme))
-	utilruntime.Must(apiserverapiv1alpha1.AddToScheme(admissionConfigScheme))
-	utilruntime.Must(apiserverapiv1.AddToScheme(admissionConfigScheme))
-	utilruntime.Must(admissionv1alpha1.AddToScheme(enforcementScheme))
-}
-
-// Load reads the EnforcementModes entry of the admission config file (the value of
-// --admission-control-config-file; "" for none) and returns the decorator it configures. A
-// file without the entry — a stock file, a legacy unversioned file — gives a decorator that
-// changes nothing. Errors name the file and the field.
-func Load(admissionConfigFile string) (*Decorator, error) {
+// New returns the decorator that applies plugins' enforcement modes, validated with
+// Validate; source names where they were read (file and entry), for errors. No plugins
+// give a decorator that changes nothing.
+func New(source string, plugins []admissionv1alpha1.PluginEnforcement) *Decorator {
 	registerMetrics()
-	if admissionConfigFile == "" {
-		return &Decorator{}, nil
-	}
-	data, err := os.ReadFile(admissionConfigFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the admission config file: %w", err)
-	}
-	decoded, err := runtime.Decode(serializer.NewCodecFactory(admissionConfigScheme, serializer.EnableStrict).UniversalDecoder(), data)
-	if err != nil {
-		// Files without a kind are upstream's legacy formats, which cannot hold our entry;
-		// upstream accepts or refuses them on its own.
-		if runtime.IsMissingVersion(err) || runtime.IsMissingKind(err) || runtime.IsNotRegisteredError(err) {
-			return &Decorator{}, nil
-		}
-		return nil, fmt.Errorf("%s: %w", admissionConfigFile, err)
-	}
-	config, ok := decoded.(*apiserverapi.AdmissionConfiguration)
-	if !ok {
-		return nil, fmt.Errorf("%s: unexpected kind %T", admissionConfigFile, decoded)
-	}
-	at := -1
-	for i, entry := range config.Plugins {
-		if entry.Name != EntryName {
-			continue
-		}
-		if at >= 0 {
-			return nil, fmt.Errorf("%s: plugins[%d]: the entry %s is listed twice (also plugins[%d])", admissionConfigFile, i, EntryName, at)
-		}
-		at = i
-	}
-	if at < 0 {
-		return &Decorator{}, nil
-	}
-	entry := config.Plugins[at]
-	source := fmt.Sprintf("%s: plugins[%d] (%s)", admissionConfigFile, at, EntryName)
-	path := field.NewPath("configuration")
-	switch {
-	case entry.Configuration != nil:
-		data = entry.Configuration.Raw
-	case entry.Path != "":
-		file := entry.Path
-		if !filepath.IsAbs(file) {
-			// Relative to the admission config file, as upstream resolves it.
-			file = filepath.Join(filepath.Dir(admissionConfigFile), file)
-		}
-		if data, err = os.ReadFile(file); err != nil {
-			return nil, fmt.Errorf("%s: path: %w", source, err)
-		}
-		source = fmt.Sprintf("%s: path %s", source, file)
-		path = nil
-	default:
-		return nil, fmt.Errorf("%s: neither configuration nor path is set", source)
-	}
-	enforcement, err := decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
-	}
-	if errs := Validate(enforcement, path); len(errs) != 0 {
-		return nil, fmt.Errorf("%s: %w", source, errs.ToAggregate())
-	}
-	return newDecorator(admissionConfigFile, enforcement), nil
+	return newDecorator(source, plugins)
 }
 
-func decode(data []byte) (*admissionv1alpha1.EnforcementConfiguration, error) {
-	obj, gvk, err := serializer.NewCodecFactory(enforcementScheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	config, ok := obj.(*admissionv1alpha1.EnforcementConfiguration)
-	if !ok {
-		return nil, fmt.Errorf("kind %s: want %s", gvk, admissionv1alpha1.SchemeGroupVersion.WithKind("EnforcementConfiguration"))
-	}
-	return config, nil
-}
-
-// Validate checks an EnforcementConfiguration: names set, unique, neither refused nor
-// unusable in an annotation key; modes Deny alone, or Warn and/or Audit. fldPath is where
-// the configuration sits in its file (nil for a file of its own).
-func Validate(config *admissionv1alpha1.EnforcementConfiguration, fldPath *field.Path) field.ErrorList {
+// Validate checks plugins' enforcement modes: names set, unique, neither refused nor
+// unusable in an annotation key; modes Deny alone, or Warn and/or Audit. fldPath is the
+// list's place in its file.
+func Validate(plugins []admissionv1alpha1.PluginEnforcement, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]int{}
-	for i, p := range config.Plugins {
-		at := fldPath.Child("plugins").Index(i)
+	for i, p := range plugins {
+		at := fldPath.Index(i)
 		switch {
 		case p.Name == "":
 			errs = append(errs, field.Required(at.Child("name"), "the plugin's name, as in --enable-admission-plugins"))

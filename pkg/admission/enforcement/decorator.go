@@ -49,7 +49,8 @@ type modes struct {
 // wraps the plugin itself; a decorator that looks for optional interfaces of the plugin
 // (ReadinessChecks) must come before it. Its zero value (and nil) changes nothing.
 type Decorator struct {
-	file string
+	// source names where the modes were read (file and entry), for errors.
+	source string
 	// configured is every plugin the file names, Deny included.
 	configured []string
 	// soften is the plugins configured Warn and/or Audit.
@@ -61,9 +62,9 @@ type Decorator struct {
 
 var _ admission.Decorator = &Decorator{}
 
-func newDecorator(file string, config *admissionv1alpha1.EnforcementConfiguration) *Decorator {
-	d := &Decorator{file: file, soften: map[string]modes{}}
-	for _, p := range config.Plugins {
+func newDecorator(source string, plugins []admissionv1alpha1.PluginEnforcement) *Decorator {
+	d := &Decorator{source: source, soften: map[string]modes{}}
+	for _, p := range plugins {
 		d.configured = append(d.configured, p.Name)
 		var m modes
 		for _, mode := range p.Modes {
@@ -104,7 +105,7 @@ func (d *Decorator) CheckEnabled(enabled []string) error {
 		}
 	}
 	if len(errs) != 0 {
-		return fmt.Errorf("%s: %s: %w", d.file, EntryName, errors.Join(errs...))
+		return fmt.Errorf("%s: %w", d.source, errors.Join(errs...))
 	}
 	return nil
 }
@@ -120,7 +121,7 @@ func (d *Decorator) Err() error {
 	if len(d.err) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: %s: %w", d.file, EntryName, errors.Join(d.err...))
+	return fmt.Errorf("%s: %w", d.source, errors.Join(d.err...))
 }
 
 // Decorate wraps handler if its plugin is configured Warn and/or Audit, and returns it

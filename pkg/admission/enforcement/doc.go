@@ -5,13 +5,13 @@
 //
 // # Where it is configured
 //
-// An entry of the admission config file's plugins list named EnforcementModes, whose
-// configuration is an EnforcementConfiguration (admission.portcullis.io/v1alpha1). It is not
-// a plugin: a stock kube-apiserver asks its config provider only for the plugins it enables
+// The enforcementModes of the admission config file's Portcullis entry (a
+// PortcullisConfiguration, read by pkg/admission/portcullisconfig; the EnforcementModes entry
+// of earlier releases is still read). That entry is not a plugin: a stock kube-apiserver asks
+// its config provider only for the plugins it enables
 // (k8s.io/apiserver/pkg/admission.Plugins.NewFromPlugins calls ConfigFor(pluginName) for each
-// enabled name, and nothing validates the names of the entries), so it never reads this
-// entry and the same file still starts it — rolling back to stock means every plugin denies
-// again.
+// enabled name, and nothing validates the names of the entries), so it never reads it and the
+// same file still starts it — rolling back to stock means every plugin denies again.
 //
 // # What counts as a denial
 //

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -19,6 +18,9 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+	"sigs.k8s.io/yaml"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
 
 // fakeValidator is a validating-only plugin that returns err.
@@ -85,46 +87,16 @@ func forbidden(msg string) error {
 	return admission.NewForbidden(attributes(), errors.New(msg))
 }
 
-func decoratorFor(t testing.TB, entries string) *Decorator {
+func decoratorFor(t testing.TB, plugins string) *Decorator {
 	t.Helper()
-	d, err := Load(writeConfig(t, entries))
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	return d
-}
-
-// writeConfig writes an admission config file whose EnforcementModes entry holds plugins.
-func writeConfig(t testing.TB, plugins string) string {
-	t.Helper()
-	return writeFile(t, `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  path: eventratelimit.yaml
-- name: EnforcementModes
-  configuration:
-    apiVersion: admission.portcullis.io/v1alpha1
-    kind: EnforcementConfiguration
-    plugins:
-`+indent(plugins, "    "))
-}
-
-func writeFile(t testing.TB, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "admission.yaml")
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	var list []admissionv1alpha1.PluginEnforcement
+	if err := yaml.UnmarshalStrict([]byte(plugins), &list); err != nil {
 		t.Fatal(err)
 	}
-	return path
-}
-
-func indent(s, by string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i := range lines {
-		lines[i] = by + lines[i]
+	if errs := Validate(list, field.NewPath("enforcementModes")); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return New("test", list)
 }
 
 func counter(t *testing.T, plugin, mode string) float64 {
@@ -265,117 +237,6 @@ func TestCheckEnabled(t *testing.T) {
 	}
 }
 
-func TestLoadErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		plugins string
-		want    []string
-	}{
-		{name: "refused plugin", plugins: "- name: PodSecurity\n  modes: [Warn]",
-			want: []string{"configuration.plugins[0].name", "PodSecurity's enforcement mode cannot be changed", "modes of its own"}},
-		{name: "refused webhook", plugins: "- name: ValidatingAdmissionWebhook\n  modes: [Audit]",
-			want: []string{"configuration.plugins[0].name", "failurePolicy"}},
-		{name: "modes empty", plugins: "- name: Fake\n  modes: []", want: []string{"configuration.plugins[0].modes: Required value"}},
-		{name: "modes missing", plugins: "- name: Fake", want: []string{"configuration.plugins[0].modes: Required value"}},
-		{name: "Deny with Warn", plugins: "- name: Fake\n  modes: [Deny, Warn]", want: []string{"configuration.plugins[0].modes", "Deny cannot be combined"}},
-		{name: "unknown mode", plugins: "- name: Fake\n  modes: [Warn, Log]", want: []string{"configuration.plugins[0].modes[1]", `Unsupported value: "Log"`}},
-		{name: "repeated mode", plugins: "- name: Fake\n  modes: [Warn, Warn]", want: []string{"configuration.plugins[0].modes[1]: Duplicate value"}},
-		{name: "duplicate name", plugins: "- name: Fake\n  modes: [Warn]\n- name: Fake\n  modes: [Audit]", want: []string{"configuration.plugins[1].name: Duplicate value"}},
-		{name: "no name", plugins: "- modes: [Warn]", want: []string{"configuration.plugins[0].name: Required value"}},
-		{name: "unknown field", plugins: "- name: Fake\n  mode: [Warn]", want: []string{`unknown field "plugins[0].mode"`}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			file := writeConfig(t, tc.plugins)
-			_, err := Load(file)
-			if err == nil {
-				t.Fatal("Load succeeded")
-			}
-			for _, want := range append(tc.want, file, "plugins[1] (EnforcementModes)") {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not contain %q", err, want)
-				}
-			}
-		})
-	}
-}
-
-func TestLoadWithoutEntryChangesNothing(t *testing.T) {
-	tests := map[string]string{
-		"no file": "",
-		"stock file": writeFile(t, `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: PodSecurity
-  configuration:
-    apiVersion: pod-security.admission.config.k8s.io/v1
-    kind: PodSecurityConfiguration
-    defaults: {enforce: baseline}
-`),
-		"legacy file": writeFile(t, "imagePolicy:\n  kubeConfigFile: /x\n"),
-	}
-	for name, file := range tests {
-		t.Run(name, func(t *testing.T) {
-			d, err := Load(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plugin := &fakeValidator{Handler: admission.NewHandler(admission.Create)}
-			if d.Decorate(plugin, "PodSecurity") != admission.Interface(plugin) {
-				t.Errorf("a plugin was wrapped")
-			}
-			if err := d.CheckEnabled(nil); err != nil {
-				t.Error(err)
-			}
-			if err := d.Err(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-}
-
-func TestLoadFromPath(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "enforcement.yaml"), []byte(`apiVersion: admission.portcullis.io/v1alpha1
-kind: EnforcementConfiguration
-plugins:
-- name: Fake
-  modes: [Audit]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(file, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EnforcementModes
-  path: enforcement.yaml
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := d.soften["Fake"]; !m.audit || m.warn {
-		t.Errorf("modes = %+v, want Audit", m)
-	}
-}
-
-func TestLoadRefusesAnotherKind(t *testing.T) {
-	file := writeFile(t, `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EnforcementModes
-  configuration:
-    apiVersion: admission.portcullis.io/v1alpha1
-    kind: WebhookConfigurationGuardConfiguration
-`)
-	if _, err := Load(file); err == nil || !strings.Contains(err.Error(), "want admission.portcullis.io/v1alpha1, Kind=EnforcementConfiguration") {
-		t.Errorf("Load = %v, want the kind refused", err)
-	}
-}
-
 // TestInTheChain builds a chain as the server does — ours first among the decorators, then
 // upstream's controller metrics — and checks what the chain sees.
 func TestInTheChain(t *testing.T) {
@@ -420,16 +281,16 @@ func TestInTheChain(t *testing.T) {
 }
 
 // TestRefusedPluginsExist keeps the refused list honest: every name is a plugin upstream
-// registers, and each is refused by Load with its reason.
+// registers, and each is refused by Validate with its reason.
 func TestRefusedPluginsExist(t *testing.T) {
 	registered := sets.New(kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins.Registered()...)
 	for name, reason := range refused {
 		if !registered.Has(name) {
 			t.Errorf("refused plugin %q is not registered upstream (renamed or removed?)", name)
 		}
-		_, err := Load(writeConfig(t, "- name: "+name+"\n  modes: [Warn]"))
-		if err == nil || !strings.Contains(err.Error(), reason) {
-			t.Errorf("%s: Load = %v, want it refused with %q", name, err, reason)
+		errs := Validate([]admissionv1alpha1.PluginEnforcement{{Name: name, Modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeWarn}}}, field.NewPath("enforcementModes"))
+		if err := errs.ToAggregate(); err == nil || !strings.Contains(err.Error(), reason) || !strings.Contains(err.Error(), "enforcementModes[0].name") {
+			t.Errorf("%s: Validate = %v, want it refused with %q", name, err, reason)
 		}
 	}
 }

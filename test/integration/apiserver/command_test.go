@@ -322,8 +322,8 @@ func tail(s string) string {
 func enforcementConfig(t *testing.T, plugin, mode string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "admission-config.yaml")
-	config := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EnforcementModes\n  configuration:\n" +
-		"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n    plugins:\n    - name: " + plugin + "\n      modes: [" + mode + "]\n"
+	config := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: Portcullis\n  configuration:\n" +
+		"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n    enforcementModes:\n    - name: " + plugin + "\n      modes: [" + mode + "]\n"
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

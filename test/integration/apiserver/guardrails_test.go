@@ -37,11 +37,11 @@ func guardrailsConfig(t *testing.T, deny bool) string {
 	if err := os.WriteFile(path, []byte(`apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:`+guard+`
-- name: EnforcementModes
+- name: Portcullis
   configuration:
     apiVersion: admission.portcullis.io/v1alpha1
-    kind: EnforcementConfiguration
-    plugins:
+    kind: PortcullisConfiguration
+    enforcementModes:
     - name: SecurityContextDeny
       modes: [Warn, Audit]
     - name: DenyServiceExternalIPs

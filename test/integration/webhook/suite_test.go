@@ -252,9 +252,9 @@ users:
 	return kubeconfig
 }
 
-// entries are the admission config file's entries of the two webhook plugins (YAML,
-// unindented).
-type entries struct{ validating, mutating string }
+// entries are the admission config file's entries of the two webhook plugins, and of the
+// Portcullis entry when set (YAML, unindented).
+type entries struct{ validating, mutating, portcullis string }
 
 // upstreamEntries are both webhook plugins' configuration in upstream's kind, reading
 // kubeconfig.
@@ -266,16 +266,24 @@ kubeConfigFile: %q
 	return entries{validating: entry, mutating: entry}
 }
 
-// dispatchEntries are both webhook plugins' configuration in Portcullis's kind: settings
-// (YAML fields: circuitBreaker, timeBudget), and kubeconfig unless it is empty. The
-// validating plugin's has its early exit on too.
+// dispatchEntries are both webhook plugins' entries in upstream's kind, reading kubeconfig,
+// and the Portcullis entry turning our dispatch on for both with settings (YAML fields:
+// circuitBreaker, timeBudget); the validating plugin's has its early exit on too.
 func dispatchEntries(kubeconfig, settings string) entries {
-	entry := "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n"
-	if kubeconfig != "" {
-		entry += fmt.Sprintf("kubeConfigFile: %q\n", kubeconfig)
+	e := upstreamEntries(kubeconfig)
+	indent := func(s string) string {
+		return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
 	}
-	entry += settings
-	return entries{validating: entry + "earlyExit: true\n", mutating: entry}
+	e.portcullis = "apiVersion: admission.portcullis.io/v1alpha1\nkind: PortcullisConfiguration\nwebhookDispatch:\n" +
+		"  mutating:\n" + indent(settings) + "  validating:\n" + indent(settings+"earlyExit: true\n")
+	return e
+}
+
+func portcullisEntry(config string, indent func(string) string) string {
+	if config == "" {
+		return ""
+	}
+	return "- name: Portcullis\n  configuration:\n" + indent(config)
 }
 
 // writeAdmissionConfig writes, into dir, an admission configuration file with the two
@@ -296,7 +304,7 @@ plugins:
   configuration:
 `+indent(e.validating)+`- name: MutatingAdmissionWebhook
   configuration:
-`+indent(e.mutating))
+`+indent(e.mutating)+portcullisEntry(e.portcullis, indent))
 	return config
 }
 

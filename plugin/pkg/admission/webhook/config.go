@@ -61,6 +61,9 @@ type Configuration struct {
 	// Upstream is the entry in upstream's own kind, for upstream's constructors (which load
 	// the kubeconfig and the static manifests directory); nil when the file has no entry.
 	Upstream io.Reader
+	// Legacy says the settings came from the plugin's own entry, in WebhookDispatchConfiguration:
+	// the form of earlier releases, which a stock server refuses.
+	Legacy bool
 }
 
 // Ours says whether the entry asks for anything of our dispatch. When it does not, the
@@ -84,18 +87,18 @@ type BudgetSettings struct {
 	MaxDuration time.Duration
 }
 
-// Plugin kinds, for LoadConfiguration: which settings an entry may carry.
+// Plugin kinds, for LoadConfiguration and NewDispatch: which settings an entry may carry.
 const (
 	MutatingPlugin   = false
 	ValidatingPlugin = true
 )
 
-// LoadConfiguration reads a webhook plugin's entry of the admission config file. An entry in
-// upstream's kind (or none) is handed to upstream unchanged; an entry in
-// WebhookDispatchConfiguration is decoded strictly, defaulted and validated, and its
-// kubeConfigFile and staticManifestsDir are handed to upstream in upstream's kind.
-// validating says which of the two plugins the entry is for (earlyExit is the validating
-// plugin's only).
+// LoadConfiguration reads a webhook plugin's own entry of the admission config file. An entry
+// in upstream's kind (or none) is handed to upstream unchanged. An entry in
+// WebhookDispatchConfiguration, the form of earlier releases (now the Portcullis entry's
+// webhookDispatch), is decoded strictly, defaulted and validated, and its kubeConfigFile and
+// staticManifestsDir are handed to upstream in upstream's kind; Legacy is then set. validating
+// says which of the two plugins the entry is for (earlyExit is the validating plugin's only).
 func LoadConfiguration(pluginName string, validating bool, r io.Reader) (*Configuration, error) {
 	if r == nil {
 		return &Configuration{}, nil
@@ -104,8 +107,7 @@ func LoadConfiguration(pluginName string, validating bool, r io.Reader) (*Config
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading configuration: %w", pluginName, err)
 	}
-	var typeMeta metav1.TypeMeta
-	if err := yaml.Unmarshal(data, &typeMeta); err != nil || typeMeta.GroupVersionKind().Group != admissionv1alpha1.GroupName {
+	if !IsDispatchKind(data) {
 		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
 		return &Configuration{Upstream: bytes.NewReader(data)}, nil
 	}
@@ -118,18 +120,22 @@ func LoadConfiguration(pluginName string, validating bool, r io.Reader) (*Config
 		return nil, fmt.Errorf("%s: configuration is %v, want %s", pluginName, gvk,
 			admissionv1alpha1.SchemeGroupVersion.WithKind("WebhookDispatchConfiguration"))
 	}
-	SetDefaults(cfg)
-	errs := Validate(cfg)
-	if cfg.EarlyExit && !validating {
-		errs = append(errs, field.Invalid(field.NewPath("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
+	var errs field.ErrorList
+	for _, p := range []struct {
+		path, value string
+	}{{"kubeConfigFile", cfg.KubeConfigFile}, {"staticManifestsDir", cfg.StaticManifestsDir}} {
+		if p.value != "" && !filepath.IsAbs(p.value) {
+			errs = append(errs, field.Invalid(field.NewPath(p.path), p.value, "must be an absolute path"))
+		}
 	}
-	if len(errs) > 0 {
+	out, dispatchErrs := NewDispatch(&admissionv1alpha1.WebhookDispatchSettings{
+		CircuitBreaker: cfg.CircuitBreaker,
+		TimeBudget:     cfg.TimeBudget,
+		EarlyExit:      cfg.EarlyExit,
+	}, validating, nil)
+	if errs = append(errs, dispatchErrs...); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: invalid configuration: %w", pluginName, errs.ToAggregate())
 	}
-	return newConfiguration(cfg)
-}
-
-func newConfiguration(cfg *admissionv1alpha1.WebhookDispatchConfiguration) (*Configuration, error) {
 	upstream, err := json.Marshal(map[string]string{
 		"apiVersion":         "apiserver.config.k8s.io/v1",
 		"kind":               "WebhookAdmissionConfiguration",
@@ -139,15 +145,42 @@ func newConfiguration(cfg *admissionv1alpha1.WebhookDispatchConfiguration) (*Con
 	if err != nil {
 		return nil, err
 	}
-	out := &Configuration{Upstream: bytes.NewReader(upstream), EarlyExit: cfg.EarlyExit}
-	if b := cfg.CircuitBreaker; b != nil {
+	out.Upstream = bytes.NewReader(upstream)
+	out.Legacy = true
+	return out, nil
+}
+
+// IsDispatchKind says whether a webhook plugin's entry configuration is in a kind of ours
+// (admission.portcullis.io) rather than upstream's.
+func IsDispatchKind(data []byte) bool {
+	var typeMeta metav1.TypeMeta
+	return yaml.Unmarshal(data, &typeMeta) == nil && typeMeta.GroupVersionKind().Group == admissionv1alpha1.GroupName
+}
+
+// NewDispatch defaults and validates one plugin's dispatch settings and returns them as a
+// Configuration without Upstream; nil settings give nil. fldPath is where the settings sit.
+func NewDispatch(settings *admissionv1alpha1.WebhookDispatchSettings, validating bool, fldPath *field.Path) (*Configuration, field.ErrorList) {
+	if settings == nil {
+		return nil, nil
+	}
+	settings = settings.DeepCopy()
+	SetDefaults(settings)
+	errs := Validate(settings, fldPath)
+	if settings.EarlyExit && !validating {
+		errs = append(errs, field.Invalid(fldPath.Child("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	out := &Configuration{EarlyExit: settings.EarlyExit}
+	if b := settings.CircuitBreaker; b != nil {
 		out.Breaker = &BreakerSettings{
 			FailureThreshold: int(*b.FailureThreshold),
 			InitialBackoff:   b.InitialBackoff.Duration,
 			MaxBackoff:       b.MaxBackoff.Duration,
 		}
 	}
-	if b := cfg.TimeBudget; b != nil {
+	if b := settings.TimeBudget; b != nil {
 		out.Budget = &BudgetSettings{DeadlineMargin: b.DeadlineMargin.Duration}
 		if b.MaxDuration != nil {
 			out.Budget.MaxDuration = b.MaxDuration.Duration
@@ -156,9 +189,21 @@ func newConfiguration(cfg *admissionv1alpha1.WebhookDispatchConfiguration) (*Con
 	return out, nil
 }
 
+// WithDispatch returns the configuration with the dispatch settings of dispatch — the
+// Portcullis entry's, which the command read — in place of the entry's own; a nil dispatch
+// keeps the entry's.
+func (c *Configuration) WithDispatch(dispatch *Configuration) *Configuration {
+	if dispatch == nil {
+		return c
+	}
+	out := *c
+	out.Breaker, out.Budget, out.EarlyExit = dispatch.Breaker, dispatch.Budget, dispatch.EarlyExit
+	return &out
+}
+
 // SetDefaults fills what a set circuitBreaker or timeBudget leaves out.
-func SetDefaults(cfg *admissionv1alpha1.WebhookDispatchConfiguration) {
-	if b := cfg.CircuitBreaker; b != nil {
+func SetDefaults(settings *admissionv1alpha1.WebhookDispatchSettings) {
+	if b := settings.CircuitBreaker; b != nil {
 		if b.FailureThreshold == nil {
 			v := DefaultFailureThreshold
 			b.FailureThreshold = &v
@@ -170,31 +215,24 @@ func SetDefaults(cfg *admissionv1alpha1.WebhookDispatchConfiguration) {
 			b.MaxBackoff = &metav1.Duration{Duration: max(DefaultMaxBackoff, b.InitialBackoff.Duration)}
 		}
 	}
-	if b := cfg.TimeBudget; b != nil && b.DeadlineMargin == nil {
+	if b := settings.TimeBudget; b != nil && b.DeadlineMargin == nil {
 		b.DeadlineMargin = &metav1.Duration{Duration: DefaultDeadlineMargin}
 	}
 }
 
-// Validate checks a defaulted configuration, naming each bad field.
-func Validate(cfg *admissionv1alpha1.WebhookDispatchConfiguration) field.ErrorList {
+// Validate checks defaulted settings, naming each bad field under fldPath.
+func Validate(settings *admissionv1alpha1.WebhookDispatchSettings, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, p := range []struct {
-		path, value string
-	}{{"kubeConfigFile", cfg.KubeConfigFile}, {"staticManifestsDir", cfg.StaticManifestsDir}} {
-		if p.value != "" && !filepath.IsAbs(p.value) {
-			errs = append(errs, field.Invalid(field.NewPath(p.path), p.value, "must be an absolute path"))
-		}
-	}
-	if b := cfg.CircuitBreaker; b != nil {
-		path := field.NewPath("circuitBreaker")
+	if b := settings.CircuitBreaker; b != nil {
+		path := fldPath.Child("circuitBreaker")
 		if v := *b.FailureThreshold; v < 1 || v > maxFailureThreshold {
 			errs = append(errs, field.Invalid(path.Child("failureThreshold"), v, fmt.Sprintf("must be from 1 to %d", maxFailureThreshold)))
 		}
 		errs = append(errs, durationWithin(path.Child("initialBackoff"), b.InitialBackoff.Duration, minInitialBackoff, maxInitialBackoff)...)
 		errs = append(errs, durationWithin(path.Child("maxBackoff"), b.MaxBackoff.Duration, b.InitialBackoff.Duration, maxMaxBackoff)...)
 	}
-	if b := cfg.TimeBudget; b != nil {
-		path := field.NewPath("timeBudget")
+	if b := settings.TimeBudget; b != nil {
+		path := fldPath.Child("timeBudget")
 		errs = append(errs, durationWithin(path.Child("deadlineMargin"), b.DeadlineMargin.Duration, minDeadlineMargin, maxDeadlineMargin)...)
 		if b.MaxDuration != nil {
 			errs = append(errs, durationWithin(path.Child("maxDuration"), b.MaxDuration.Duration, minMaxDuration, maxMaxDuration)...)
@@ -210,12 +248,9 @@ func durationWithin(path *field.Path, d, low, high time.Duration) field.ErrorLis
 	return nil
 }
 
-// ExampleConfig is a sample entry configuration for MutatingAdmissionWebhook in
-// --admission-control-config-file: breakers and budget on, at their defaults. A
-// kubeConfigFile line, when webhooks need the server to authenticate, goes beside them.
-const ExampleConfig = `apiVersion: admission.portcullis.io/v1alpha1
-kind: WebhookDispatchConfiguration
-circuitBreaker:
+// ExampleSettings are sample dispatch settings for a webhook plugin, in the Portcullis
+// entry's webhookDispatch: breakers and budget on, at their defaults.
+const ExampleSettings = `circuitBreaker:
   failureThreshold: 5
   initialBackoff: 1s
   maxBackoff: 30s
@@ -223,6 +258,6 @@ timeBudget:
   deadlineMargin: 2s
 `
 
-// ExampleValidatingConfig is ExampleConfig for ValidatingAdmissionWebhook, with its early
+// ExampleValidatingSettings are ExampleSettings for ValidatingAdmissionWebhook, with its early
 // exit on.
-const ExampleValidatingConfig = ExampleConfig + "earlyExit: true\n"
+const ExampleValidatingSettings = ExampleSettings + "earlyExit: true\n"

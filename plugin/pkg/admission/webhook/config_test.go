@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// legacyKind heads a webhook plugin's entry in our kind of earlier releases.
+const legacyKind = "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n"
+
 func TestLoadConfiguration(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -62,7 +65,7 @@ func TestLoadConfiguration(t *testing.T) {
 		},
 		{
 			name:         "ours, the example",
-			config:       ExampleConfig,
+			config:       legacyKind+ExampleSettings,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
 			wantOurs:     true,
@@ -70,7 +73,7 @@ func TestLoadConfiguration(t *testing.T) {
 		},
 		{
 			name:         "ours, the validating example",
-			config:       ExampleValidatingConfig,
+			config:       legacyKind+ExampleValidatingSettings,
 			validating:   true,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},

@@ -28,21 +28,24 @@ const PluginName = "ValidatingAdmissionWebhook"
 const stepType = "validating"
 
 // Register registers the plugin under upstream's name; the registry makes sure upstream's
-// own registration is not made beside it.
-func Register(plugins *admission.Plugins) {
+// own registration is not made beside it. dispatch returns the dispatch settings of the
+// admission config file's Portcullis entry when the plugin is built (nil: none).
+func Register(plugins *admission.Plugins, dispatch func() *webhook.Configuration) {
 	plugins.Register(PluginName, func(configFile io.Reader) (admission.Interface, error) {
-		return New(configFile)
+		return New(configFile, dispatch())
 	})
 }
 
-// New builds the plugin from its entry in the admission config file: upstream's own plugin
-// (stock, byte for byte) unless the entry is our WebhookDispatchConfiguration with a setting
-// of our dispatch, and ours then.
-func New(configFile io.Reader) (admission.Interface, error) {
+// New builds the plugin from its own entry in the admission config file and the dispatch
+// settings of the Portcullis entry: upstream's own plugin (stock, byte for byte) unless
+// dispatch, or the entry in our WebhookDispatchConfiguration of earlier releases, turns a
+// setting of our dispatch on, and ours then.
+func New(configFile io.Reader, dispatch *webhook.Configuration) (admission.Interface, error) {
 	cfg, err := webhook.LoadConfiguration(PluginName, webhook.ValidatingPlugin, configFile)
 	if err != nil {
 		return nil, err
 	}
+	cfg = cfg.WithDispatch(dispatch)
 	if !cfg.Ours() {
 		upstream, err := upstreamvalidating.NewValidatingAdmissionWebhook(cfg.Upstream)
 		if err != nil {

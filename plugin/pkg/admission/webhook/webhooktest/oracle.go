@@ -27,6 +27,9 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 // Mode is one way of configuring a webhook plugin: its entry in the admission config file.
@@ -34,6 +37,8 @@ type Mode struct {
 	Name string
 	// Config is the plugin's entry ("": none).
 	Config string
+	// Dispatch are the Portcullis entry's dispatch settings for the plugin (nil: none).
+	Dispatch *webhook.Configuration
 	// Ours says the mode runs our dispatch; otherwise the plugin is upstream's own.
 	Ours bool
 }
@@ -50,20 +55,20 @@ func (m Mode) Reader() io.Reader {
 // every setting of our dispatch on, with thresholds the cases cannot trip (earlyExit only
 // for the validating plugin, the only one that takes it).
 func Modes(validating bool) []Mode {
-	ours := `apiVersion: admission.portcullis.io/v1alpha1
-kind: WebhookDispatchConfiguration
-circuitBreaker:
-  failureThreshold: 1000
-timeBudget:
-  deadlineMargin: 100ms
-`
-	if validating {
-		ours += "earlyExit: true\n"
+	failureThreshold := int32(1000)
+	dispatch, errs := webhook.NewDispatch(&admissionv1alpha1.WebhookDispatchSettings{
+		CircuitBreaker: &admissionv1alpha1.WebhookCircuitBreaker{FailureThreshold: &failureThreshold},
+		TimeBudget:     &admissionv1alpha1.WebhookTimeBudget{DeadlineMargin: &metav1.Duration{Duration: 100 * time.Millisecond}},
+		EarlyExit:      validating,
+	}, validating, nil)
+	if len(errs) > 0 {
+		panic(errs.ToAggregate())
 	}
+	const upstreamKind = "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n"
 	return []Mode{
 		{Name: "no settings", Config: ""},
-		{Name: "upstream's kind", Config: "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n"},
-		{Name: "our dispatch", Config: ours, Ours: true},
+		{Name: "upstream's kind", Config: upstreamKind},
+		{Name: "our dispatch", Config: upstreamKind, Dispatch: dispatch, Ours: true},
 	}
 }
 

@@ -1,0 +1,347 @@
+// Package portcullisconfig reads the admission config file's Portcullis entry: the one place
+// for every setting of this distribution that is not one plugin's own (the webhook dispatch,
+// enforcement modes, the APIs of ours served before their plugin is on). No plugin has the
+// entry's name, so a stock kube-apiserver never reads it, and the same file starts stock's
+// binary (rollback).
+//
+// The forms of earlier releases are still read, each reported as a Deprecation naming its
+// replacement: the EnforcementModes entry, and our WebhookDispatchConfiguration inside the
+// MutatingAdmissionWebhook and ValidatingAdmissionWebhook entries (which a stock server
+// refuses: it blocks rollback). --runtime-config naming policy/v1beta1 is the command's.
+package portcullisconfig
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
+	apiserverapiv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	policyrest "github.com/portcullis-k8s/portcullis/pkg/registry/policy/rest"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	webhookmutating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
+	webhookvalidating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/validating"
+)
+
+// EntryName is the name of the admission config file's entry that holds the
+// PortcullisConfiguration.
+const EntryName = "Portcullis"
+
+// legacyEnforcementEntryName is the entry that held the EnforcementConfiguration before the
+// Portcullis entry.
+const legacyEnforcementEntryName = "EnforcementModes"
+
+// ServableAPIs are the APIs of this distribution that servedAPIs may name.
+func ServableAPIs() []schema.GroupVersion {
+	return []schema.GroupVersion{policyrest.PodSecurityPolicies.GroupVersion()}
+}
+
+var (
+	// admissionConfigScheme decodes the admission config file exactly as upstream's
+	// k8s.io/apiserver/pkg/server/options does: the same kinds, strict.
+	admissionConfigScheme = runtime.NewScheme()
+	// ourScheme holds our configuration kinds.
+	ourScheme = runtime.NewScheme()
+)
+
+func init() {
+	utilruntime.Must(apiserverapi.AddToScheme(admissionConfigScheme))
+	utilruntime.Must(apiserverapiv1alpha1.AddToScheme(admissionConfigScheme))
+	utilruntime.Must(apiserverapiv1.AddToScheme(admissionConfigScheme))
+	utilruntime.Must(admissionv1alpha1.AddToScheme(ourScheme))
+}
+
+// Configuration is what the admission config file sets of ours outside our plugins' entries.
+// Its zero value is stock's: upstream's webhook plugins, every plugin denying, nothing of ours
+// served.
+type Configuration struct {
+	// File is the admission config file read; "" for none.
+	File string
+	// EnforcementModes are the plugins' enforcement modes, validated; EnforcementSource says
+	// where they were read, for errors.
+	EnforcementModes  []admissionv1alpha1.PluginEnforcement
+	EnforcementSource string
+	// MutatingDispatch and ValidatingDispatch turn on our dispatch for the webhook plugins;
+	// nil leaves the plugin upstream's.
+	MutatingDispatch, ValidatingDispatch *webhook.Configuration
+	// ServedAPIs are APIs of ours to serve whatever the plugins.
+	ServedAPIs []schema.GroupVersion
+	// Deprecations are the forms of earlier releases the file uses.
+	Deprecations []Deprecation
+}
+
+// Deprecation is a form of an earlier release, still read for this release.
+type Deprecation struct {
+	// Message says where the form is and what replaces it.
+	Message string
+	// BlocksRollback says a stock kube-apiserver refuses to start with it.
+	BlocksRollback bool
+}
+
+// Dispatch returns the dispatch settings for a webhook plugin; nil keeps it upstream's.
+func (c *Configuration) Dispatch(validating bool) *webhook.Configuration {
+	if c == nil {
+		return nil
+	}
+	if validating {
+		return c.ValidatingDispatch
+	}
+	return c.MutatingDispatch
+}
+
+// Serves says whether servedAPIs names gv.
+func (c *Configuration) Serves(gv schema.GroupVersion) bool {
+	return c != nil && slices.Contains(c.ServedAPIs, gv)
+}
+
+// webhookEntries are upstream's webhook plugins, whose entries held our dispatch kind in
+// earlier releases; the value says whether the plugin is the validating one.
+var webhookEntries = map[string]bool{
+	webhookmutating.PluginName:   webhook.MutatingPlugin,
+	webhookvalidating.PluginName: webhook.ValidatingPlugin,
+}
+
+// Load reads the Portcullis entry of the admission config file (the value of
+// --admission-control-config-file; "" for none), and the forms of earlier releases. A file
+// without them — a stock file, a legacy unversioned file — gives stock's zero Configuration.
+// Errors name the file, the entry and the field.
+func Load(file string) (*Configuration, error) {
+	c := &Configuration{File: file}
+	if file == "" {
+		return c, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the admission config file: %w", err)
+	}
+	decoded, err := runtime.Decode(serializer.NewCodecFactory(admissionConfigScheme, serializer.EnableStrict).UniversalDecoder(), data)
+	if err != nil {
+		// Files without a kind are upstream's legacy formats, which cannot hold our entry;
+		// upstream accepts or refuses them on its own.
+		if runtime.IsMissingVersion(err) || runtime.IsMissingKind(err) || runtime.IsNotRegisteredError(err) {
+			return c, nil
+		}
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	admissionConfig, ok := decoded.(*apiserverapi.AdmissionConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected kind %T", file, decoded)
+	}
+	seen := map[string]int{}
+	for i, entry := range admissionConfig.Plugins {
+		if at, ok := seen[entry.Name]; ok && (entry.Name == EntryName || entry.Name == legacyEnforcementEntryName) {
+			return nil, fmt.Errorf("%s: plugins[%d]: the entry %s is listed twice (also plugins[%d])", file, i, entry.Name, at)
+		}
+		seen[entry.Name] = i
+	}
+
+	var portcullis *admissionv1alpha1.PortcullisConfiguration
+	var portcullisAt entryAt
+	if i, ok := seen[EntryName]; ok {
+		portcullisAt = newEntryAt(file, i, admissionConfig.Plugins[i])
+		data, err := portcullisAt.read()
+		if err != nil {
+			return nil, err
+		}
+		if portcullis, err = decode[*admissionv1alpha1.PortcullisConfiguration](data, "PortcullisConfiguration"); err != nil {
+			return nil, fmt.Errorf("%s: %w", portcullisAt, err)
+		}
+		if errs := c.setFrom(portcullis, portcullisAt.path); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", portcullisAt, errs.ToAggregate())
+		}
+		c.EnforcementSource = fmt.Sprintf("%s: enforcementModes", portcullisAt)
+	}
+
+	if i, ok := seen[legacyEnforcementEntryName]; ok {
+		at := newEntryAt(file, i, admissionConfig.Plugins[i])
+		data, err := at.read()
+		if err != nil {
+			return nil, err
+		}
+		legacy, err := decode[*admissionv1alpha1.EnforcementConfiguration](data, "EnforcementConfiguration")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		if errs := enforcement.Validate(legacy.Plugins, at.path.Child("plugins")); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", at, errs.ToAggregate())
+		}
+		if portcullis != nil && len(portcullis.EnforcementModes) > 0 {
+			return nil, fmt.Errorf("%s: enforcement modes are also set by %s: enforcementModes; keep them there only", at, portcullisAt)
+		}
+		c.EnforcementModes, c.EnforcementSource = legacy.Plugins, at.String()
+		c.Deprecations = append(c.Deprecations, Deprecation{Message: fmt.Sprintf(
+			"%s: the %s entry is replaced by the %s entry's enforcementModes (kind PortcullisConfiguration); it is read for this release only",
+			at, legacyEnforcementEntryName, EntryName)})
+	}
+
+	for i, entry := range admissionConfig.Plugins {
+		validating, ok := webhookEntries[entry.Name]
+		if !ok {
+			continue
+		}
+		at := newEntryAt(file, i, entry)
+		data, err := at.read()
+		if err != nil || !webhook.IsDispatchKind(data) {
+			// Upstream's own entry: upstream's plugin reads it and reports its errors.
+			continue
+		}
+		legacy, err := webhook.LoadConfiguration(entry.Name, validating, bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		field := "mutating"
+		if validating {
+			field = "validating"
+		}
+		if c.Dispatch(validating) != nil {
+			return nil, fmt.Errorf("%s: %s's dispatch is also set by %s: webhookDispatch.%s; keep it there only, and this entry in upstream's WebhookAdmissionConfiguration", at, entry.Name, portcullisAt, field)
+		}
+		if legacy.Ours() {
+			dispatch := &webhook.Configuration{Breaker: legacy.Breaker, Budget: legacy.Budget, EarlyExit: legacy.EarlyExit}
+			if validating {
+				c.ValidatingDispatch = dispatch
+			} else {
+				c.MutatingDispatch = dispatch
+			}
+		}
+		c.Deprecations = append(c.Deprecations, Deprecation{BlocksRollback: true, Message: fmt.Sprintf(
+			"%s: WebhookDispatchConfiguration in %s's entry stops a stock kube-apiserver from starting (it reads this entry itself, in upstream's kind): "+
+				"move circuitBreaker, timeBudget and earlyExit to the %s entry's webhookDispatch.%s, and give this entry upstream's WebhookAdmissionConfiguration "+
+				"(apiserver.config.k8s.io/v1) with the same kubeConfigFile and staticManifestsDir",
+			at, entry.Name, EntryName, field)})
+	}
+	return c, nil
+}
+
+// setFrom validates the Portcullis entry's configuration and takes its settings.
+func (c *Configuration) setFrom(config *admissionv1alpha1.PortcullisConfiguration, fldPath *field.Path) field.ErrorList {
+	errs := enforcement.Validate(config.EnforcementModes, fldPath.Child("enforcementModes"))
+	c.EnforcementModes = config.EnforcementModes
+	if d := config.WebhookDispatch; d != nil {
+		path := fldPath.Child("webhookDispatch")
+		var dispatchErrs field.ErrorList
+		c.MutatingDispatch, dispatchErrs = webhook.NewDispatch(d.Mutating, webhook.MutatingPlugin, path.Child("mutating"))
+		errs = append(errs, dispatchErrs...)
+		c.ValidatingDispatch, dispatchErrs = webhook.NewDispatch(d.Validating, webhook.ValidatingPlugin, path.Child("validating"))
+		errs = append(errs, dispatchErrs...)
+	}
+	servable := ServableAPIs()
+	for i, name := range config.ServedAPIs {
+		path := fldPath.Child("servedAPIs").Index(i)
+		gv, err := schema.ParseGroupVersion(name)
+		switch {
+		case err != nil || gv.Group == "" || gv.Version == "":
+			errs = append(errs, field.Invalid(path, name, "must be group/version"))
+		case !slices.Contains(servable, gv):
+			errs = append(errs, field.NotSupported(path, name, groupVersionStrings(servable)))
+		case slices.Contains(c.ServedAPIs, gv):
+			errs = append(errs, field.Duplicate(path, name))
+		default:
+			c.ServedAPIs = append(c.ServedAPIs, gv)
+		}
+	}
+	return errs
+}
+
+func groupVersionStrings(gvs []schema.GroupVersion) []string {
+	out := make([]string, len(gvs))
+	for i, gv := range gvs {
+		out[i] = gv.String()
+	}
+	return out
+}
+
+// decode decodes one of our kinds strictly, refusing any other.
+func decode[T runtime.Object](data []byte, kind string) (T, error) {
+	var zero T
+	obj, gvk, err := serializer.NewCodecFactory(ourScheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("kind %s: want %s", gvk, admissionv1alpha1.SchemeGroupVersion.WithKind(kind))
+	}
+	return out, nil
+}
+
+// entryAt is an entry of the admission config file, for reading and for errors.
+type entryAt struct {
+	file  string
+	index int
+	entry apiserverapi.AdmissionPluginConfiguration
+	// path is where the entry's configuration sits: configuration for an inline one, nil for
+	// one in a file of its own (which the errors name instead).
+	path *field.Path
+}
+
+func newEntryAt(file string, index int, entry apiserverapi.AdmissionPluginConfiguration) entryAt {
+	at := entryAt{file: file, index: index, entry: entry}
+	if entry.Configuration != nil {
+		at.path = field.NewPath("configuration")
+	}
+	return at
+}
+
+func (a entryAt) String() string {
+	s := fmt.Sprintf("%s: plugins[%d] (%s)", a.file, a.index, a.entry.Name)
+	if a.entry.Configuration == nil && a.entry.Path != "" {
+		s += ": path " + a.resolvedPath()
+	}
+	return s
+}
+
+// resolvedPath is the entry's path, relative to the admission config file as upstream
+// resolves it.
+func (a entryAt) resolvedPath() string {
+	if filepath.IsAbs(a.entry.Path) {
+		return a.entry.Path
+	}
+	return filepath.Join(filepath.Dir(a.file), a.entry.Path)
+}
+
+// read returns the entry's configuration, inline or from its path.
+func (a entryAt) read() ([]byte, error) {
+	switch {
+	case a.entry.Configuration != nil:
+		return a.entry.Configuration.Raw, nil
+	case a.entry.Path != "":
+		data, err := os.ReadFile(a.resolvedPath())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a, err)
+		}
+		return data, nil
+	default:
+		return nil, fmt.Errorf("%s: neither configuration nor path is set", a)
+	}
+}
+
+// Example is a sample Portcullis entry configuration: our webhook dispatch on for both
+// plugins, with breakers and budget at their defaults and the validating early exit. `make
+// run` and the soak write it.
+func Example() string {
+	var b strings.Builder
+	b.WriteString("apiVersion: admission.portcullis.io/v1alpha1\nkind: PortcullisConfiguration\nwebhookDispatch:\n")
+	for _, part := range []struct{ name, settings string }{
+		{"mutating", webhook.ExampleSettings},
+		{"validating", webhook.ExampleValidatingSettings},
+	} {
+		fmt.Fprintf(&b, "  %s:\n", part.name)
+		for _, line := range strings.Split(strings.TrimRight(part.settings, "\n"), "\n") {
+			fmt.Fprintf(&b, "    %s\n", line)
+		}
+	}
+	return b.String()
+}

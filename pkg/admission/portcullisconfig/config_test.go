@@ -1,0 +1,225 @@
+package portcullisconfig
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+)
+
+const header = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
+
+// withEntry is an admission config file with an upstream entry and the Portcullis entry
+// holding config (the PortcullisConfiguration's fields).
+func withEntry(config string) string {
+	return header + "- name: EventRateLimit\n  path: eventratelimit.yaml\n- name: Portcullis\n  configuration:\n" +
+		"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n" + indent(config, "    ")
+}
+
+func writeFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func indent(s, by string) string {
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = by + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func TestLoad(t *testing.T) {
+	policy := schema.GroupVersion{Group: "policy", Version: "v1beta1"}
+	tests := []struct {
+		name string
+		file string
+		want Configuration
+		// deprecations are substrings, one per expected deprecation; blocking says which block
+		// rollback.
+		deprecations []string
+		blocking     []bool
+	}{
+		{name: "no file"},
+		{name: "stock file", file: header + "- name: PodSecurity\n  configuration:\n    apiVersion: pod-security.admission.config.k8s.io/v1\n    kind: PodSecurityConfiguration\n    defaults: {enforce: baseline}\n"},
+		{name: "legacy unversioned file", file: "imagePolicy:\n  kubeConfigFile: /x\n"},
+		{name: "empty entry", file: withEntry("")},
+		{name: "every setting", file: withEntry(`webhookDispatch:
+  mutating:
+    circuitBreaker: {failureThreshold: 3}
+  validating:
+    timeBudget: {maxDuration: 10s}
+    earlyExit: true
+enforcementModes:
+- name: SecurityContextDeny
+  modes: [Warn, Audit]
+servedAPIs: [policy/v1beta1]
+`), want: Configuration{
+			EnforcementModes: []admissionv1alpha1.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admissionv1alpha1.EnforcementMode{"Warn", "Audit"}}},
+			MutatingDispatch: &webhook.Configuration{Breaker: &webhook.BreakerSettings{FailureThreshold: 3, InitialBackoff: webhook.DefaultInitialBackoff, MaxBackoff: webhook.DefaultMaxBackoff}},
+			ValidatingDispatch: &webhook.Configuration{EarlyExit: true,
+				Budget: &webhook.BudgetSettings{DeadlineMargin: webhook.DefaultDeadlineMargin, MaxDuration: 10 * time.Second}},
+			ServedAPIs: []schema.GroupVersion{policy},
+		}},
+		{name: "the example", file: withEntry(strings.SplitN(Example(), "\n", 3)[2]), want: Configuration{
+			MutatingDispatch:   exampleDispatch(false),
+			ValidatingDispatch: exampleDispatch(true),
+		}},
+		{name: "earlier releases' entries", file: header + `- name: EnforcementModes
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: EnforcementConfiguration
+    plugins:
+    - name: SecurityContextDeny
+      modes: [Audit]
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: WebhookDispatchConfiguration
+    kubeConfigFile: /etc/kubernetes/webhooks.kubeconfig
+    circuitBreaker: {}
+    earlyExit: true
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: WebhookDispatchConfiguration
+    kubeConfigFile: /etc/kubernetes/webhooks.kubeconfig
+`, want: Configuration{
+			EnforcementModes:   []admissionv1alpha1.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admissionv1alpha1.EnforcementMode{"Audit"}}},
+			ValidatingDispatch: &webhook.Configuration{EarlyExit: true, Breaker: exampleDispatch(true).Breaker},
+		},
+			deprecations: []string{
+				"plugins[0] (EnforcementModes): the EnforcementModes entry is replaced by the Portcullis entry's enforcementModes",
+				"plugins[1] (ValidatingAdmissionWebhook): WebhookDispatchConfiguration in ValidatingAdmissionWebhook's entry stops a stock kube-apiserver from starting",
+				"plugins[2] (MutatingAdmissionWebhook): WebhookDispatchConfiguration in MutatingAdmissionWebhook's entry stops a stock kube-apiserver from starting",
+			},
+			blocking: []bool{false, true, true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.file != "" {
+				file = writeFile(t, t.TempDir(), "admission.yaml", tc.file)
+			}
+			got, err := Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Deprecations) != len(tc.deprecations) {
+				t.Fatalf("deprecations %+v, want %d", got.Deprecations, len(tc.deprecations))
+			}
+			for i, d := range got.Deprecations {
+				if !strings.Contains(d.Message, tc.deprecations[i]) || !strings.Contains(d.Message, file) || d.BlocksRollback != tc.blocking[i] {
+					t.Errorf("deprecation %d = %+v, want %q naming %s, blocking rollback %v", i, d, tc.deprecations[i], file, tc.blocking[i])
+				}
+			}
+			tc.want.File = file
+			got.Deprecations, got.EnforcementSource = nil, ""
+			if diff := cmp.Diff(&tc.want, got); diff != "" {
+				t.Errorf("Load (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func exampleDispatch(validating bool) *webhook.Configuration {
+	return &webhook.Configuration{
+		Breaker:   &webhook.BreakerSettings{FailureThreshold: int(webhook.DefaultFailureThreshold), InitialBackoff: webhook.DefaultInitialBackoff, MaxBackoff: webhook.DefaultMaxBackoff},
+		Budget:    &webhook.BudgetSettings{DeadlineMargin: webhook.DefaultDeadlineMargin},
+		EarlyExit: validating,
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want []string
+	}{
+		{name: "refused plugin", file: withEntry("enforcementModes:\n- name: PodSecurity\n  modes: [Warn]"),
+			want: []string{"plugins[1] (Portcullis)", "configuration.enforcementModes[0].name", "PodSecurity's enforcement mode cannot be changed", "modes of its own"}},
+		{name: "refused webhook", file: withEntry("enforcementModes:\n- name: ValidatingAdmissionWebhook\n  modes: [Audit]"),
+			want: []string{"configuration.enforcementModes[0].name", "failurePolicy"}},
+		{name: "modes empty", file: withEntry("enforcementModes:\n- name: Fake\n  modes: []"), want: []string{"configuration.enforcementModes[0].modes: Required value"}},
+		{name: "modes missing", file: withEntry("enforcementModes:\n- name: Fake"), want: []string{"configuration.enforcementModes[0].modes: Required value"}},
+		{name: "Deny with Warn", file: withEntry("enforcementModes:\n- name: Fake\n  modes: [Deny, Warn]"), want: []string{"configuration.enforcementModes[0].modes", "Deny cannot be combined"}},
+		{name: "unknown mode", file: withEntry("enforcementModes:\n- name: Fake\n  modes: [Warn, Log]"), want: []string{"configuration.enforcementModes[0].modes[1]", `Unsupported value: "Log"`}},
+		{name: "repeated mode", file: withEntry("enforcementModes:\n- name: Fake\n  modes: [Warn, Warn]"), want: []string{"configuration.enforcementModes[0].modes[1]: Duplicate value"}},
+		{name: "duplicate name", file: withEntry("enforcementModes:\n- name: Fake\n  modes: [Warn]\n- name: Fake\n  modes: [Audit]"), want: []string{"configuration.enforcementModes[1].name: Duplicate value"}},
+		{name: "no name", file: withEntry("enforcementModes:\n- modes: [Warn]"), want: []string{"configuration.enforcementModes[0].name: Required value"}},
+		{name: "unknown field", file: withEntry("enforcementModes:\n- name: Fake\n  mode: [Warn]"), want: []string{`unknown field "enforcementModes[0].mode"`}},
+		{name: "misspelt setting", file: withEntry("webhookDispatch:\n  validating:\n    earlyExits: true"), want: []string{`unknown field "webhookDispatch.validating.earlyExits"`}},
+		{name: "mutating early exit", file: withEntry("webhookDispatch:\n  mutating:\n    earlyExit: true"),
+			want: []string{"configuration.webhookDispatch.mutating.earlyExit", "mutating webhooks are called one after another"}},
+		{name: "threshold out of range", file: withEntry("webhookDispatch:\n  validating:\n    circuitBreaker: {failureThreshold: 0}"),
+			want: []string{"configuration.webhookDispatch.validating.circuitBreaker.failureThreshold", "must be from 1 to 1000"}},
+		{name: "margin out of range", file: withEntry("webhookDispatch:\n  mutating:\n    timeBudget: {deadlineMargin: 1ms}"),
+			want: []string{"configuration.webhookDispatch.mutating.timeBudget.deadlineMargin", "must be from 100ms to 30s"}},
+		{name: "API not ours", file: withEntry("servedAPIs: [policy/v1]"), want: []string{"configuration.servedAPIs[0]", `Unsupported value: "policy/v1"`, `"policy/v1beta1"`}},
+		{name: "API typo", file: withEntry("servedAPIs: [policy/v1beta2]"), want: []string{"configuration.servedAPIs[0]", `Unsupported value: "policy/v1beta2"`}},
+		{name: "API without version", file: withEntry("servedAPIs: [policy]"), want: []string{"configuration.servedAPIs[0]", "must be group/version"}},
+		{name: "API twice", file: withEntry("servedAPIs: [policy/v1beta1, policy/v1beta1]"), want: []string{"configuration.servedAPIs[1]: Duplicate value"}},
+		{name: "another kind", file: header + "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n",
+			want: []string{"plugins[0] (Portcullis)", "want admission.portcullis.io/v1alpha1, Kind=PortcullisConfiguration"}},
+		{name: "entry twice", file: withEntry("") + "- name: Portcullis\n  configuration: {}\n", want: []string{"plugins[2]: the entry Portcullis is listed twice (also plugins[1])"}},
+		{name: "entry without configuration", file: header + "- name: Portcullis\n", want: []string{"plugins[0] (Portcullis): neither configuration nor path is set"}},
+		{name: "entry's file missing", file: header + "- name: Portcullis\n  path: missing.yaml\n", want: []string{"plugins[0] (Portcullis): path ", "missing.yaml: open"}},
+		{name: "enforcement modes in both forms", file: withEntry("enforcementModes:\n- name: Fake\n  modes: [Warn]") +
+			"- name: EnforcementModes\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n    plugins:\n    - name: Other\n      modes: [Audit]\n",
+			want: []string{"plugins[2] (EnforcementModes): enforcement modes are also set by", "plugins[1] (Portcullis): enforcementModes; keep them there only"}},
+		{name: "dispatch in both forms", file: withEntry("webhookDispatch:\n  validating:\n    earlyExit: true") +
+			"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n",
+			want: []string{"plugins[2] (ValidatingAdmissionWebhook): ValidatingAdmissionWebhook's dispatch is also set by", "webhookDispatch.validating; keep it there only"}},
+		{name: "earlier releases' dispatch kind, invalid", file: header + "- name: MutatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    earlyExit: true\n",
+			want: []string{"plugins[0] (MutatingAdmissionWebhook)", "earlyExit"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, t.TempDir(), "admission.yaml", tc.file)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			for _, want := range append(tc.want, file) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadFromPath: an entry's path is relative to the admission config file, as upstream
+// resolves it.
+func TestLoadFromPath(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "portcullis.yaml", "apiVersion: admission.portcullis.io/v1alpha1\nkind: PortcullisConfiguration\nservedAPIs: [policy/v1beta1]\n")
+	file := writeFile(t, dir, "admission.yaml", header+"- name: Portcullis\n  path: portcullis.yaml\n")
+	c, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Serves(schema.GroupVersion{Group: "policy", Version: "v1beta1"}) {
+		t.Errorf("servedAPIs = %v, want policy/v1beta1", c.ServedAPIs)
+	}
+	writeFile(t, dir, "portcullis.yaml", "apiVersion: admission.portcullis.io/v1alpha1\nkind: PortcullisConfiguration\nservedAPIs: [nope]\n")
+	if _, err := Load(file); err == nil || !strings.Contains(err.Error(), "path "+filepath.Join(dir, "portcullis.yaml")) || !strings.Contains(err.Error(), "servedAPIs[0]") {
+		t.Errorf("Load = %v, want the entry's own file and field named", err)
+	}
+}
+
