@@ -25,9 +25,9 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
+	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
-	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 )
 
 var updatePinned = flag.Bool("update", false, "rewrite testdata/ with upstream's current lists (after a deliberate version bump)")

@@ -222,4 +222,3 @@ func TestLoadFromPath(t *testing.T) {
 		t.Errorf("Load = %v, want the entry's own file and field named", err)
 	}
 }
-

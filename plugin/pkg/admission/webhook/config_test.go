@@ -65,7 +65,7 @@ func TestLoadConfiguration(t *testing.T) {
 		},
 		{
 			name:         "ours, the example",
-			config:       legacyKind+ExampleSettings,
+			config:       legacyKind + ExampleSettings,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
 			wantOurs:     true,
@@ -73,7 +73,7 @@ func TestLoadConfiguration(t *testing.T) {
 		},
 		{
 			name:         "ours, the validating example",
-			config:       legacyKind+ExampleValidatingSettings,
+			config:       legacyKind + ExampleValidatingSettings,
 			validating:   true,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
