@@ -3,6 +3,7 @@ package podpreset
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -580,19 +581,60 @@ func TestEnsureCRD(t *testing.T) {
 		t.Errorf("an up-to-date CRD was written again: %v", got)
 	}
 
-	stale, err := client.Resource(crdResource).Get(ctx, CRDName, metav1.GetOptions{})
+	// Another release's CRD: replaced only when its schema version is older than ours.
+	for _, tc := range []struct {
+		name    string
+		version *string
+		want    []string
+	}{
+		{"an earlier release's, without a version", nil, []string{"update"}},
+		{"an older version", ptr(strconv.Itoa(SchemaVersion - 1)), []string{"update"}},
+		{"a version that is not a number", ptr("one"), []string{"update"}},
+		{"the same version, another hash", ptr(strconv.Itoa(SchemaVersion)), nil},
+		{"a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale, err := client.Resource(crdResource).Get(ctx, CRDName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			annotations := map[string]string{SchemaHashAnnotation: "another"}
+			if tc.version != nil {
+				annotations[SchemaVersionAnnotation] = *tc.version
+			}
+			stale.SetAnnotations(annotations)
+			if _, err := client.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			client.ClearActions()
+			for range 2 {
+				if _, err := ensureCRD(ctx, client, logr.Discard()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, writes()); diff != "" {
+				t.Errorf("writes over two checks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSchemaVersionPinsTheSchema: the schema version must be raised with every change of
+// the CRD, or a release with the change would never replace an older release's CRD (same
+// version), and two releases with different CRDs of one version would both leave it alone.
+// After raising SchemaVersion, add its hash here.
+func TestSchemaVersionPinsTheSchema(t *testing.T) {
+	hashes := map[int]string{
+		1: "fd1f2a22b3183322",
+	}
+	crd, err := CRD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale.SetAnnotations(map[string]string{SchemaHashAnnotation: "older"})
-	if _, err := client.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	if got := crd.Annotations[SchemaHashAnnotation]; got != hashes[SchemaVersion] {
+		t.Errorf("the CRD's schema hash is %s, but schema version %d pins %q: raise SchemaVersion and pin the new hash", got, SchemaVersion, hashes[SchemaVersion])
 	}
-	client.ClearActions()
-	if _, err := ensureCRD(ctx, client, logr.Discard()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"update"}, writes()); diff != "" {
-		t.Errorf("stale schema (-want +got):\n%s", diff)
+	if got := crd.Annotations[SchemaVersionAnnotation]; got != strconv.Itoa(SchemaVersion) {
+		t.Errorf("the CRD's schema version annotation is %q, want %d", got, SchemaVersion)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,15 @@ const (
 	// SchemaHashAnnotation records which schema the CRD was last written with, so the plugin
 	// updates it only when the schema changes.
 	SchemaHashAnnotation = "settings.portcullis.io/schema-hash"
+	// SchemaVersionAnnotation records the SchemaVersion of the server that wrote the CRD. A
+	// server writes the CRD only over an older version's (or none), never over a newer one, so
+	// two releases side by side (a rolling upgrade, an HA pair mid-swap) do not rewrite it in
+	// turn. A CRD written before the annotation existed counts as version 0.
+	SchemaVersionAnnotation = "settings.portcullis.io/schema-version"
+
+	// SchemaVersion is this release's PodPreset CRD schema version. Raise it with every
+	// change to what CRD() returns; TestSchemaVersionPinsTheSchema fails until it is raised.
+	SchemaVersion = 1
 
 	// approval: settings.k8s.io is a *.k8s.io group, which the API server serves from a CRD
 	// only when the CRD says whether the API was approved.
@@ -81,6 +91,7 @@ func CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	sum := sha256.Sum256(spec)
 	crd.Annotations[SchemaHashAnnotation] = hex.EncodeToString(sum[:8])
+	crd.Annotations[SchemaVersionAnnotation] = strconv.Itoa(SchemaVersion)
 	return crd, nil
 }
 

@@ -3,6 +3,7 @@ package podpreset
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -101,10 +102,18 @@ func ensureCRD(ctx context.Context, client dynamic.Interface, logger klog.Logger
 	if err != nil {
 		return nil, err
 	}
-	if existing.GetAnnotations()[SchemaHashAnnotation] == desired.Annotations[SchemaHashAnnotation] {
+	annotations := existing.GetAnnotations()
+	if annotations[SchemaHashAnnotation] == desired.Annotations[SchemaHashAnnotation] {
 		return existing, nil
 	}
-	// Our schema changed: replace spec, labels and annotations, keep everything else.
+	// Written by another release: ours replaces it only when ours is newer, so that releases
+	// side by side never rewrite it in turn.
+	if installed := installedSchemaVersion(annotations); installed >= SchemaVersion {
+		logger.V(2).Info("The PodPreset CRD was written by another release with a schema as new or newer; leaving it",
+			"crd", CRDName, "installedSchemaVersion", installed, "schemaVersion", SchemaVersion)
+		return existing, nil
+	}
+	// Our schema is newer: replace spec, labels and annotations, keep everything else.
 	obj, err := toUnstructured(desired)
 	if err != nil {
 		return nil, err
@@ -117,6 +126,21 @@ func ensureCRD(ctx context.Context, client dynamic.Interface, logger klog.Logger
 	}
 	logger.Info("Updated the PodPreset CRD to the current schema", "crd", CRDName)
 	return updated, nil
+}
+
+// installedSchemaVersion is the schema version the installed CRD's annotation records: 0
+// when absent (earlier releases), and -1 when it is not a number, so that any release
+// replaces it.
+func installedSchemaVersion(annotations map[string]string) int {
+	value, ok := annotations[SchemaVersionAnnotation]
+	if !ok {
+		return 0
+	}
+	v, err := strconv.Atoi(value)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // isEstablished reports whether the CRD's Established condition is True: the API server
