@@ -18,7 +18,6 @@ import (
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 	"github.com/portcullis-k8s/portcullis/internal/proc"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
-	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 const (
@@ -197,26 +196,11 @@ func ourPluginNames() []string {
 	return names
 }
 
-// writeAdmissionConfig writes ours' --admission-control-config-file: each plugin's example
-// configuration from the registry, and our webhook dispatch with breakers and budget on, as
-// `make run` configures it.
+// writeAdmissionConfig writes ours' --admission-control-config-file, as `make run` writes it
+// (controlplane.AdmissionConfig): each plugin's example configuration from the registry, and
+// the Portcullis entry with our webhook dispatch on.
 func writeAdmissionConfig(path string) error {
-	var b strings.Builder
-	b.WriteString("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n")
-	entry := func(name, config string) {
-		if config == "" {
-			return
-		}
-		fmt.Fprintf(&b, "- name: %s\n  configuration:\n", name)
-		for _, line := range strings.Split(strings.TrimRight(config, "\n"), "\n") {
-			b.WriteString("    " + line + "\n")
-		}
-	}
-	for _, p := range portcullisadmission.Plugins() {
-		entry(p.Name, p.ExampleConfig)
-	}
-	entry(portcullisconfig.EntryName, portcullisconfig.Example())
-	return os.WriteFile(path, []byte(b.String()), 0o600)
+	return os.WriteFile(path, []byte(controlplane.AdmissionConfig()), 0o600)
 }
 
 // freePorts returns n distinct TCP ports of 127.0.0.1 that were free a moment ago.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/portcullis-k8s/portcullis/internal/balancer"
 )
 
 // FaultAPIServerKill SIGKILLs one kube-apiserver of an HA pair under load; clients reach
@@ -153,7 +155,7 @@ func writeHATable(b *bytes.Buffer, runs []*RunResult, recoveryNote string) {
 // startBalancedPair starts a server for each setup and a balancer in front of them,
 // registers the policy and the webhooks through the first and waits until the same chain
 // is in force through the second. What it starts is appended to stops.
-func (e *environment) startBalancedPair(ctx context.Context, dir, binary string, setups []serverSetup, webhooks *webhookServer, stops *[]func() error) ([]*apiServer, *tcpBalancer, error) {
+func (e *environment) startBalancedPair(ctx context.Context, dir, binary string, setups []serverSetup, webhooks *webhookServer, stops *[]func() error) ([]*apiServer, *balancer.TCP, error) {
 	servers := make([]*apiServer, len(setups))
 	addrs := make([]string, len(setups))
 	for i, setup := range setups {
@@ -164,11 +166,11 @@ func (e *environment) startBalancedPair(ctx context.Context, dir, binary string,
 		*stops = append(*stops, s.stop)
 		servers[i], addrs[i] = s, serverAddr(s)
 	}
-	balancer, err := startBalancer(addrs...)
+	lb, err := balancer.Start(addrs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	*stops = append(*stops, balancer.Close)
+	*stops = append(*stops, lb.Close)
 	if err := e.prepare(ctx, servers[0], binary, webhooks); err != nil {
 		return nil, nil, err
 	}
@@ -177,5 +179,5 @@ func (e *environment) startBalancedPair(ctx context.Context, dir, binary string,
 			return nil, nil, err
 		}
 	}
-	return servers, balancer, nil
+	return servers, lb, nil
 }

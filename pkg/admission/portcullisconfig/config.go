@@ -28,8 +28,8 @@ import (
 	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
-	policyrest "github.com/portcullis-k8s/portcullis/pkg/registry/policy/rest"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	webhookmutating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
 	webhookvalidating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/validating"
@@ -43,9 +43,10 @@ const EntryName = "Portcullis"
 // Portcullis entry.
 const legacyEnforcementEntryName = "EnforcementModes"
 
-// ServableAPIs are the APIs of this distribution that servedAPIs may name.
+// ServableAPIs are the APIs of this distribution that servedAPIs may name: the group
+// versions of ours the server can serve (pkg/registry).
 func ServableAPIs() []schema.GroupVersion {
-	return []schema.GroupVersion{policyrest.PodSecurityPolicies.GroupVersion()}
+	return []schema.GroupVersion{policyv1beta1.SchemeGroupVersion}
 }
 
 var (

@@ -386,9 +386,9 @@ func TestPodSecurityPolicy(t *testing.T) {
 	})
 }
 
-// TestPodSecurityPolicyRuntimeConfig: the API alone, without the plugin, so that policies and
-// grants can be written before enforcement is turned on.
-func TestPodSecurityPolicyRuntimeConfig(t *testing.T) {
+// TestPodSecurityPolicyServedAPIs: the API alone, without the plugin (the Portcullis entry's
+// servedAPIs), so that policies and grants can be written before enforcement is turned on.
+func TestPodSecurityPolicyServedAPIs(t *testing.T) {
 	bins := framework.FindBinaries(t)
 	etcd := framework.StartEtcd(t, bins.Etcd)
 	// Encryption at rest names the resource as for any other.
@@ -406,12 +406,24 @@ resources:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	admissionConfig := filepath.Join(t.TempDir(), "admission-config.yaml")
+	if err := os.WriteFile(admissionConfig, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: Portcullis
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: PortcullisConfiguration
+    servedAPIs: [policy/v1beta1]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/psp-api",
-		"--runtime-config=policy/v1beta1/podsecuritypolicies=true", "--encryption-provider-config="+encryption)
+		"--admission-control-config-file="+admissionConfig, "--encryption-provider-config="+encryption)
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(server.Config)
 	if _, err := dyn.Resource(pspResource).Create(ctx, fromYAML(t, examplePolicyFile(t, "restricted")), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the runtime-config switch does not serve the API: %v", err)
+		t.Fatalf("servedAPIs does not serve the API: %v", err)
 	}
 	t.Run("stored encrypted, as JSON inside", func(t *testing.T) {
 		client, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.ClientURL}, DialTimeout: 10 * time.Second})

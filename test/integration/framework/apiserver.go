@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
+	"github.com/portcullis-k8s/portcullis/internal/proc"
 )
 
 // APIServer is a kube-apiserver process serving on loopback, with its own PKI.
@@ -28,6 +29,8 @@ type APIServer struct {
 	PKI *controlplane.PKI
 	// Port is the server's secure port on 127.0.0.1.
 	Port int
+
+	process *proc.Process
 }
 
 // StartAPIServer runs binary against etcd with the flags of a single-node control plane
@@ -35,12 +38,23 @@ type APIServer struct {
 // /readyz. The server stops when the test ends.
 func StartAPIServer(t testing.TB, binary string, etcd *Etcd, extraFlags ...string) *APIServer {
 	t.Helper()
+	return StartAPIServerWithPKI(t, binary, etcd, nil, extraFlags...)
+}
+
+// StartAPIServerWithPKI is StartAPIServer with the control plane's PKI given: servers that
+// share one (an HA pair behind a balancer, one binary swapped for another) trust the same
+// clients and sign the same service-account tokens. A nil files writes a new PKI.
+func StartAPIServerWithPKI(t testing.TB, binary string, etcd *Etcd, files *controlplane.PKI, extraFlags ...string) *APIServer {
+	t.Helper()
 	dir := t.TempDir()
 	port := FreePort(t)
-	files := WritePKI(t, dir)
+	if files == nil {
+		files = WritePKI(t, dir)
+	}
 	flags := append(controlplane.APIServerFlags(files, dir, etcd.ClientURL, port), extraFlags...)
 	s := &APIServer{Dir: dir, LogFile: filepath.Join(dir, "kube-apiserver.log"), PKI: files, Port: port}
 	p := startProcess(t, filepath.Base(binary), s.LogFile, binary, flags...)
+	s.process = p
 	s.Config = &rest.Config{
 		Host: controlplane.URL(port),
 		TLSClientConfig: rest.TLSClientConfig{
@@ -66,6 +80,14 @@ func StartAPIServer(t testing.TB, binary string, etcd *Etcd, extraFlags ...strin
 		return nil
 	})
 	return s
+}
+
+// Stop stops the server (SIGTERM, then its drain) before the test ends.
+func (s *APIServer) Stop(t testing.TB) {
+	t.Helper()
+	if err := s.process.Stop(stopTimeout); err != nil {
+		t.Error(err)
+	}
 }
 
 // WritePKI writes a control plane's PKI into dir.

@@ -12,12 +12,13 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	policyrest "k8s.io/kubernetes/pkg/registry/policy/rest"
 
+	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 	pspstorage "github.com/portcullis-k8s/portcullis/pkg/registry/policy/podsecuritypolicy/storage"
 )
 
 // PodSecurityPolicies is the resource this distribution adds to the policy group.
-var PodSecurityPolicies = schema.GroupVersionResource{Group: policy.GroupName, Version: "v1beta1", Resource: "podsecuritypolicies"}
+var PodSecurityPolicies = policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies")
 
 // StorageProvider serves the whole policy group, since a group is installed once: it asks
 // upstream's own policy provider for its storage, then adds PodSecurityPolicy. The server

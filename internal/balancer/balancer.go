@@ -1,4 +1,6 @@
-package soak
+// Package balancer is a TCP load balancer on loopback: round robin over backends, with
+// failover. The soak's HA pairs and the rollback test's mixed pair sit behind it.
+package balancer
 
 import (
 	"errors"
@@ -9,14 +11,19 @@ import (
 	"time"
 )
 
-// balancerDialTimeout bounds the dial of one backend; a dead one on loopback refuses at once.
-const balancerDialTimeout = time.Second
+const (
+	// balancerDialTimeout bounds the dial of one backend; a dead one on loopback refuses at
+	// once.
+	balancerDialTimeout = time.Second
+	// closeWait bounds how long Close waits for the connections' goroutines.
+	closeWait = 10 * time.Second
+)
 
-// tcpBalancer spreads TCP connections from a loopback port over backends, round robin, and
-// fails over: a backend that does not accept is skipped for that connection. A connection
-// already open to a backend that dies is closed, and the client redials. It is the load
-// balancer in front of an HA pair of kube-apiservers.
-type tcpBalancer struct {
+// TCP spreads TCP connections from a loopback port over backends, round robin, and fails
+// over: a backend that does not accept is skipped for that connection. A connection already
+// open to a backend that dies is closed, and the client redials. It is the load balancer in
+// front of an HA pair of kube-apiservers.
+type TCP struct {
 	listener net.Listener
 	backends []string
 	next     atomic.Uint64
@@ -27,7 +34,9 @@ type tcpBalancer struct {
 	wg     sync.WaitGroup
 }
 
-func startBalancer(backends ...string) (*tcpBalancer, error) {
+// Start listens on a free port of 127.0.0.1 and balances its connections over backends
+// (host:port).
+func Start(backends ...string) (*TCP, error) {
 	if len(backends) == 0 {
 		return nil, errors.New("a balancer needs at least one backend")
 	}
@@ -35,15 +44,16 @@ func startBalancer(backends ...string) (*tcpBalancer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &tcpBalancer{listener: l, backends: backends, conns: map[net.Conn]struct{}{}}
+	b := &TCP{listener: l, backends: backends, conns: map[net.Conn]struct{}{}}
 	b.wg.Add(1)
 	go b.accept()
 	return b, nil
 }
 
-func (b *tcpBalancer) Addr() string { return b.listener.Addr().String() }
+// Addr is the balancer's host:port.
+func (b *TCP) Addr() string { return b.listener.Addr().String() }
 
-func (b *tcpBalancer) accept() {
+func (b *TCP) accept() {
 	defer b.wg.Done()
 	for {
 		in, err := b.listener.Accept()
@@ -64,7 +74,7 @@ func (b *tcpBalancer) accept() {
 }
 
 // dial tries each backend once, starting from the next in turn; nil when none accepts.
-func (b *tcpBalancer) dial() net.Conn {
+func (b *TCP) dial() net.Conn {
 	start := b.next.Add(1)
 	for i := range b.backends {
 		backend := b.backends[(start+uint64(i))%uint64(len(b.backends))]
@@ -75,7 +85,7 @@ func (b *tcpBalancer) dial() net.Conn {
 	return nil
 }
 
-func (b *tcpBalancer) track(conns ...net.Conn) bool {
+func (b *TCP) track(conns ...net.Conn) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -91,7 +101,7 @@ func (b *tcpBalancer) track(conns ...net.Conn) bool {
 }
 
 // splice copies both ways until either side ends, then closes both.
-func (b *tcpBalancer) splice(in, out net.Conn) {
+func (b *TCP) splice(in, out net.Conn) {
 	defer b.wg.Done()
 	done := make(chan struct{}, 2)
 	copyConn := func(dst, src net.Conn) {
@@ -111,7 +121,7 @@ func (b *tcpBalancer) splice(in, out net.Conn) {
 }
 
 // Close stops accepting, closes every connection and waits, boundedly, for the goroutines.
-func (b *tcpBalancer) Close() error {
+func (b *TCP) Close() error {
 	b.mu.Lock()
 	b.closed = true
 	for c := range b.conns {
@@ -123,7 +133,7 @@ func (b *tcpBalancer) Close() error {
 	go func() { b.wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(proxyCloseWait):
+	case <-time.After(closeWait):
 		return errors.New("the balancer's connections did not close in time")
 	}
 	if errors.Is(err, net.ErrClosed) {

@@ -1,4 +1,4 @@
-package soak
+package balancer
 
 import (
 	"net"
@@ -42,7 +42,7 @@ func ask(t *testing.T, addr string) string {
 func TestBalancerRoundRobinAndFailover(t *testing.T) {
 	a, b := nameServer(t, "a"), nameServer(t, "b")
 	defer b.Close()
-	lb, err := startBalancer(a.Addr().String(), b.Addr().String())
+	lb, err := Start(a.Addr().String(), b.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestBalancerRoundRobinAndFailover(t *testing.T) {
 }
 
 func TestBalancerNeedsBackends(t *testing.T) {
-	if _, err := startBalancer(); err == nil {
+	if _, err := Start(); err == nil {
 		t.Error("a balancer without backends started")
 	}
 }
