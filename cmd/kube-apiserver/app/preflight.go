@@ -277,7 +277,8 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), completed.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
 		r.problem("--runtime-config: %v", err)
 	} else if namesOurAPIs(completed.APIEnablement.RuntimeConfig) {
-		r.Warnings = append(r.Warnings, runtimeConfigDeprecation)
+		// What stock says is among the blockers too; this says what to do instead.
+		r.RollbackBlockers = append(r.RollbackBlockers, runtimeConfigDeprecation)
 	}
 	portcullis, err := portcullisconfig.Load(completed.Admission.GenericAdmission.ConfigFile)
 	if err != nil {
@@ -286,7 +287,11 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	}
 	settings.Set(portcullis)
 	for _, d := range portcullis.Deprecations {
-		r.Warnings = append(r.Warnings, d.Message)
+		if d.BlocksRollback {
+			r.RollbackBlockers = append(r.RollbackBlockers, d.Message)
+		} else {
+			r.Warnings = append(r.Warnings, d.Message)
+		}
 	}
 	if err := enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes).CheckEnabled(portcullisadmission.EnabledPlugins(completed.Admission)); err != nil {
 		r.problem("enforcement modes: %v", err)

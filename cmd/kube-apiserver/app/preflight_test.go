@@ -452,14 +452,14 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 		{
 			name:         "runtime-config naming policy/v1beta1, as earlier releases had it",
 			extra:        []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
-			wantBlocks:   []string{"--runtime-config", "policy/v1beta1"},
-			wantWarnings: []string{"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
+			wantBlocks: []string{"--runtime-config: group version policy/v1beta1 that has not been registered",
+				"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
 		},
 		{
 			name:         "our dispatch kind in a webhook entry, as earlier releases had it",
 			extra:        []string{"--admission-control-config-file=" + legacyWebhookEntry},
-			wantBlocks:   []string{"--admission-control-config-file " + legacyWebhookEntry, "WebhookDispatchConfiguration"},
-			wantWarnings: []string{"plugins[0] (ValidatingAdmissionWebhook)", "webhookDispatch.validating"},
+			wantBlocks: []string{"--admission-control-config-file " + legacyWebhookEntry, "WebhookDispatchConfiguration",
+				"plugins[0] (ValidatingAdmissionWebhook)", "webhookDispatch.validating"},
 		},
 		{
 			name:         "a typo in runtime-config stops both servers",

@@ -245,6 +245,16 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			want: []string{"SecurityContextDeny"},
 		},
 		{
+			name: "a served API that is not ours",
+			args: []string{"--admission-control-config-file=" + portcullisConfig(t, "servedAPIs: [policy/v1beta2]")},
+			want: []string{"admission-config.yaml", "plugins[0] (Portcullis)", "configuration.servedAPIs[0]", "policy/v1beta2"},
+		},
+		{
+			name: "a dispatch setting out of range",
+			args: []string{"--admission-control-config-file=" + portcullisConfig(t, "webhookDispatch:\n  validating:\n    circuitBreaker: {failureThreshold: 0}")},
+			want: []string{"configuration.webhookDispatch.validating.circuitBreaker.failureThreshold"},
+		},
+		{
 			name: "an enforcement mode that is not one",
 			args: []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + enforcementConfig(t, "SecurityContextDeny", "Maybe")},
 			want: []string{"modes", "Maybe"},
@@ -316,6 +326,19 @@ func tail(s string) string {
 		lines = lines[len(lines)-30:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// portcullisConfig writes an admission configuration whose Portcullis entry holds body (the
+// PortcullisConfiguration's fields, unindented).
+func portcullisConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "admission-config.yaml")
+	config := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: Portcullis\n  configuration:\n" +
+		"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n    " + strings.ReplaceAll(body, "\n", "\n    ") + "\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // enforcementConfig writes an admission configuration giving plugin the enforcement mode.

@@ -52,6 +52,26 @@ plugins:
       mutating: {circuitBreaker: {}}
 `
 
+// earlierReleasesAdmissionConfig holds the forms earlier releases documented: the
+// EnforcementModes entry, and our dispatch kind in a webhook plugin's entry.
+const earlierReleasesAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EnforcementModes
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: EnforcementConfiguration
+    plugins:
+    - name: SecurityContextDeny
+      modes: [Audit]
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: WebhookDispatchConfiguration
+    circuitBreaker: {}
+    earlyExit: true
+`
+
 // rollbackPolicy is a PodSecurityPolicy ours stores and stock cannot read.
 const rollbackPolicy = `apiVersion: policy/v1beta1
 kind: PodSecurityPolicy
@@ -101,6 +121,35 @@ func TestRollback(t *testing.T) {
 					t.Errorf("stock's validating chain lacks its webhooks: %v", chains.Validating)
 				}
 			})
+		}
+	})
+
+	t.Run("ours reads earlier releases' forms, warning of each", func(t *testing.T) {
+		config := writeTemp(t, "admission-config.yaml", earlierReleasesAdmissionConfig)
+		ours := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/rollback-earlier", "--admission-control-config-file="+config,
+			"--enable-admission-plugins=SecurityContextDeny", "--runtime-config=policy/v1beta1=true")
+		if _, err := ours.Client.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); err != nil {
+			t.Errorf("--runtime-config=policy/v1beta1 no longer serves PodSecurityPolicy: %v", err)
+		}
+		log := readFile(t, ours.LogFile)
+		for _, want := range []string{
+			"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs, instead",
+			"plugins[0] (EnforcementModes): the EnforcementModes entry is replaced by the Portcullis entry's enforcementModes",
+			"plugins[1] (ValidatingAdmissionWebhook): WebhookDispatchConfiguration in ValidatingAdmissionWebhook's entry stops a stock kube-apiserver from starting",
+		} {
+			if !strings.Contains(log, want) {
+				t.Errorf("the server's log does not warn %q", want)
+			}
+		}
+		if chains := ours.Chains(t); !slices.Contains(chains.Validating, "SecurityContextDeny") {
+			t.Errorf("SecurityContextDeny does not run: %v", chains.Validating)
+		}
+		ns := namespace(t, ours.Client)
+		root := frontendPod("root", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(0))}
+		})
+		if _, err := ours.Client.CoreV1().Pods(ns).Create(context.Background(), root, metav1.CreateOptions{}); err != nil {
+			t.Errorf("SecurityContextDeny in Audit mode (the EnforcementModes entry) refused: %v", err)
 		}
 	})
 
