@@ -89,7 +89,7 @@ type suiteVariant struct {
 	name string
 	// id prefixes the servers' etcd prefixes, so the variants share one etcd and nothing else.
 	id string
-	// dispatch, when set, are the settings of Portcullis's WebhookDispatchConfiguration
+	// dispatch, when set, are the settings of the Portcullis entry's webhookDispatch
 	// (circuitBreaker, timeBudget) that both servers' webhook plugins run with; unset, the
 	// servers run upstream's configuration as stock would.
 	dispatch string

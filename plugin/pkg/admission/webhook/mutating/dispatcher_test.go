@@ -19,7 +19,7 @@ import (
 // newInitialized builds our plugin with config and gives it hooks (converted to mutating
 // ones).
 func newInitialized(t *testing.T, config string, hooks []admissionregistrationv1.ValidatingWebhook) admission.Interface {
-	return runner(webhooktest.Ours(config)).Initialized(t, hooks)
+	return runner(webhooktest.Ours(t, config, false)).Initialized(t, hooks)
 }
 
 // admit admits one request through p, recording its warnings and annotations.

@@ -24,7 +24,7 @@ func validate(t *testing.T, p admission.Interface) (error, *webhooktest.Recorder
 
 // newInitialized builds our plugin with config and gives it hooks.
 func newInitialized(t *testing.T, config string, hooks []admissionregistrationv1.ValidatingWebhook) admission.Interface {
-	return runner(webhooktest.Ours(config)).Initialized(t, hooks)
+	return runner(webhooktest.Ours(t, config, true)).Initialized(t, hooks)
 }
 
 // TestDenialRacesSlowerWebhooks: one webhook denies at once while slower ones answer with

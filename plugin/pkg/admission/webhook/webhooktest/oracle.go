@@ -27,6 +27,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
@@ -312,10 +313,19 @@ func (r Runner) Request(t *testing.T, p admission.Interface) (admission.Attribut
 	return attr, err, recorded
 }
 
-// Ours is a mode of our dispatch with the settings of config (YAML fields of
-// WebhookDispatchConfiguration).
-func Ours(config string) Mode {
-	return Mode{Name: "our dispatch", Config: OurKind + config, Ours: true}
+// Ours is a mode of our dispatch with the settings of config: YAML fields of the Portcullis
+// entry's webhookDispatch.mutating or .validating (circuitBreaker, timeBudget, earlyExit).
+func Ours(t testing.TB, config string, validating bool) Mode {
+	t.Helper()
+	var settings admissionv1alpha1.WebhookDispatchSettings
+	if err := yaml.UnmarshalStrict([]byte(config), &settings); err != nil {
+		t.Fatal(err)
+	}
+	dispatch, errs := webhook.NewDispatch(&settings, validating, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	return Mode{Name: "our dispatch", Dispatch: dispatch, Ours: true}
 }
 
 // RunCachedClientCases runs upstream's NewCachedClientTestcases: one plugin for every case,

@@ -105,6 +105,3 @@ func ValidatingWebhook(name string, cc admissionregistrationv1.WebhookClientConf
 		AdmissionReviewVersions: []string{"v1"},
 	}
 }
-
-// OurKind begins an entry of our configuration kind.
-const OurKind = "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n"
