@@ -285,7 +285,7 @@ func testMixedPair(t *testing.T, bins framework.Binaries, etcd *framework.Etcd) 
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(0))}
 		})
 		switch pod, err := client.CoreV1().Pods(ns).Create(ctx, root, metav1.CreateOptions{}); {
-		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "SecurityContext.RunAsUser is forbidden"):
+		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "securityContext.runAsUser is forbidden"):
 			refused++
 		case err != nil:
 			t.Fatalf("request %d: %v", i, err)
