@@ -123,11 +123,12 @@ func FuzzValidatePodSecurityPolicy(f *testing.F) {
 		if errs := ValidatePodSecurityPolicyUpdate(oldPSP, newPSP); len(errs) > 0 {
 			t.Fatalf("a valid policy updated to itself is refused: %v", errs)
 		}
-		// As in 1.24, validation accepts MustRunAs without ranges for runAsUser, fsGroup and
-		// supplementalGroups, and the provider refuses such a policy (the plugin then finds
-		// it unusable). Every other valid policy must build a provider.
+		// As in 1.24, validation accepts a rule without the options it needs (MustRunAs or
+		// MayRunAs without ranges, seLinux MustRunAs without seLinuxOptions), and the provider
+		// refuses such a policy (the plugin then finds it unusable). Every other valid policy
+		// must build a provider.
 		_, err := psp.NewSimpleProvider(internal, "", factory)
-		if err != nil && !mustRunAsWithoutRanges(internal) {
+		if err != nil && !ruleWithoutItsOptions(internal) {
 			t.Fatalf("a valid policy builds no provider: %v", err)
 		}
 		var back policyv1beta1.PodSecurityPolicy
@@ -154,11 +155,17 @@ func sortedErrors(errs field.ErrorList) []string {
 	return out
 }
 
-// mustRunAsWithoutRanges says whether a policy has a MustRunAs rule without ranges where 1.24's
-// validation allowed one (runAsUser, fsGroup, supplementalGroups).
-func mustRunAsWithoutRanges(p *policy.PodSecurityPolicy) bool {
+// ruleWithoutItsOptions says whether a policy has a rule without the options its provider
+// needs, which 1.24's validation allowed: MustRunAs or MayRunAs without ranges (runAsUser
+// MustRunAs, runAsGroup, fsGroup, supplementalGroups), seLinux MustRunAs without
+// seLinuxOptions.
+func ruleWithoutItsOptions(p *policy.PodSecurityPolicy) bool {
 	s := p.Spec
-	return (s.RunAsUser.Rule == policy.RunAsUserStrategyMustRunAs && len(s.RunAsUser.Ranges) == 0) ||
-		(s.FSGroup.Rule == policy.FSGroupStrategyMustRunAs && len(s.FSGroup.Ranges) == 0) ||
-		(s.SupplementalGroups.Rule == policy.SupplementalGroupsStrategyMustRunAs && len(s.SupplementalGroups.Ranges) == 0)
+	runAsGroup := s.RunAsGroup != nil && len(s.RunAsGroup.Ranges) == 0 &&
+		(s.RunAsGroup.Rule == policy.RunAsGroupStrategyMustRunAs || s.RunAsGroup.Rule == policy.RunAsGroupStrategyMayRunAs)
+	return runAsGroup ||
+		(s.RunAsUser.Rule == policy.RunAsUserStrategyMustRunAs && len(s.RunAsUser.Ranges) == 0) ||
+		((s.FSGroup.Rule == policy.FSGroupStrategyMustRunAs || s.FSGroup.Rule == policy.FSGroupStrategyMayRunAs) && len(s.FSGroup.Ranges) == 0) ||
+		((s.SupplementalGroups.Rule == policy.SupplementalGroupsStrategyMustRunAs || s.SupplementalGroups.Rule == policy.SupplementalGroupsStrategyMayRunAs) && len(s.SupplementalGroups.Ranges) == 0) ||
+		(s.SELinux.Rule == policy.SELinuxStrategyMustRunAs && s.SELinux.SELinuxOptions == nil)
 }
