@@ -288,8 +288,10 @@ func TestPodPreset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// As an earlier release wrote it: another schema, no schema version.
 		annotations := stale.GetAnnotations()
 		annotations["settings.portcullis.io/schema-hash"] = "older-schema"
+		delete(annotations, "settings.portcullis.io/schema-version")
 		stale.SetAnnotations(annotations)
 		if _, err := dyn.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
