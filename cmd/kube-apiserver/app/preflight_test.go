@@ -450,14 +450,14 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 			wantEdits: []string{"remove SecurityContextDeny from --enable-admission-plugins"},
 		},
 		{
-			name:         "runtime-config naming policy/v1beta1, as earlier releases had it",
-			extra:        []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
+			name:  "runtime-config naming policy/v1beta1, as earlier releases had it",
+			extra: []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
 			wantBlocks: []string{"--runtime-config: group version policy/v1beta1 that has not been registered",
 				"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
 		},
 		{
-			name:         "our dispatch kind in a webhook entry, as earlier releases had it",
-			extra:        []string{"--admission-control-config-file=" + legacyWebhookEntry},
+			name:  "our dispatch kind in a webhook entry, as earlier releases had it",
+			extra: []string{"--admission-control-config-file=" + legacyWebhookEntry},
 			wantBlocks: []string{"--admission-control-config-file " + legacyWebhookEntry, "WebhookDispatchConfiguration",
 				"plugins[0] (ValidatingAdmissionWebhook)", "webhookDispatch.validating"},
 		},
