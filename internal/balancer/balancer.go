@@ -28,10 +28,8 @@ type TCP struct {
 	backends []string
 	next     atomic.Uint64
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	conns Conns
+	wg    sync.WaitGroup
 }
 
 // Start listens on a free port of 127.0.0.1 and balances its connections over backends
@@ -44,7 +42,7 @@ func Start(backends ...string) (*TCP, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &TCP{listener: l, backends: backends, conns: map[net.Conn]struct{}{}}
+	b := &TCP{listener: l, backends: backends}
 	b.wg.Add(1)
 	go b.accept()
 	return b, nil
@@ -65,7 +63,7 @@ func (b *TCP) accept() {
 			in.Close()
 			continue
 		}
-		if !b.track(in, out) {
+		if !b.conns.Track(in, out) {
 			return
 		}
 		b.wg.Add(1)
@@ -85,21 +83,6 @@ func (b *TCP) dial() net.Conn {
 	return nil
 }
 
-func (b *TCP) track(conns ...net.Conn) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		for _, c := range conns {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range conns {
-		b.conns[c] = struct{}{}
-	}
-	return true
-}
-
 // splice copies both ways until either side ends, then closes both.
 func (b *TCP) splice(in, out net.Conn) {
 	defer b.wg.Done()
@@ -114,20 +97,12 @@ func (b *TCP) splice(in, out net.Conn) {
 	in.Close()
 	out.Close()
 	<-done
-	b.mu.Lock()
-	delete(b.conns, in)
-	delete(b.conns, out)
-	b.mu.Unlock()
+	b.conns.Untrack(in, out)
 }
 
 // Close stops accepting, closes every connection and waits, boundedly, for the goroutines.
 func (b *TCP) Close() error {
-	b.mu.Lock()
-	b.closed = true
-	for c := range b.conns {
-		c.Close()
-	}
-	b.mu.Unlock()
+	b.conns.CloseAll()
 	err := b.listener.Close()
 	finished := make(chan struct{})
 	go func() { b.wg.Wait(); close(finished) }()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/portcullis-k8s/portcullis/internal/balancer"
 )
 
 const (
@@ -30,10 +32,8 @@ type delayProxy struct {
 	target   string
 	delay    atomic.Int64 // nanoseconds
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	conns balancer.Conns
+	wg    sync.WaitGroup
 }
 
 // startDelayProxy listens on a fresh port of 127.0.0.1 and forwards to target.
@@ -42,7 +42,7 @@ func startDelayProxy(target string) (*delayProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &delayProxy{listener: l, target: target, conns: map[net.Conn]struct{}{}}
+	p := &delayProxy{listener: l, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -68,29 +68,13 @@ func (p *delayProxy) accept() {
 			in.Close()
 			continue
 		}
-		if !p.track(in, out) {
+		if !p.conns.Track(in, out) {
 			return
 		}
 		p.wg.Add(2)
 		go p.pipe(out, in)
 		go p.pipe(in, out)
 	}
-}
-
-// track registers a connection pair, or closes it if the proxy is closing.
-func (p *delayProxy) track(conns ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range conns {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range conns {
-		p.conns[c] = struct{}{}
-	}
-	return true
 }
 
 type delayedChunk struct {
@@ -131,25 +115,12 @@ func (p *delayProxy) pipe(dst, src net.Conn) {
 	}
 	close(queue)
 	<-done
-	p.untrack(dst, src)
-}
-
-func (p *delayProxy) untrack(conns ...net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range conns {
-		delete(p.conns, c)
-	}
+	p.conns.Untrack(dst, src)
 }
 
 // Close stops accepting, closes every connection and waits, boundedly, for its goroutines.
 func (p *delayProxy) Close() error {
-	p.mu.Lock()
-	p.closed = true
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
+	p.conns.CloseAll()
 	err := p.listener.Close()
 	finished := make(chan struct{})
 	go func() { p.wg.Wait(); close(finished) }()
