@@ -43,8 +43,19 @@ go mod tidy
   go mod tidy
 )
 
-echo "go.mod now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}."
-echo "Remember to update the Kubernetes part of VERSION and the pinned lists in pkg/admission/testdata."
+# A new Kubernetes release is a new Portcullis release, the first on it; the deploy kit names
+# the release (the patch's image tag, the systemd install path).
+old_version=$(tr -d '[:space:]' <VERSION)
+new_version="${kube_version}+portcullis.1"
+if [[ ${old_version} != "${new_version}" ]]; then
+  echo "${new_version}" >VERSION
+  old_tag=${old_version//+/_} new_tag=${new_version//+/_}
+  sed -i -e "s/${old_version//./\\.}/${new_version}/g" -e "s/${old_tag//./\\.}/${new_tag}/g" \
+    build/deploy/static-pod/kube-apiserver.yaml build/deploy/systemd/kube-apiserver.env
+fi
+
+echo "go.mod now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}; VERSION is ${new_version}."
+echo "Remember the pinned lists in pkg/admission/testdata, and CHANGELOG.md: what changed upstream that matters here."
 # The profile names upstream's functions: after a bump, the ones that moved or changed no
 # longer match and the build silently optimizes less. A fresh profile restores it.
 echo "Then rebuild and regenerate the PGO profile: make pgo-profile (writes cmd/kube-apiserver/default.pgo; commit it)."

@@ -3,8 +3,8 @@ module github.com/portcullis-k8s/api
 go 1.26.0
 
 require (
-	k8s.io/api v0.37.1
-	k8s.io/apimachinery v0.37.1
+	k8s.io/api v0.37.2
+	k8s.io/apimachinery v0.37.2
 )
 
 require (
