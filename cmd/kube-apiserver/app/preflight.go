@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,9 +47,11 @@ import (
 	kubeapiserveradmission "k8s.io/kubernetes/pkg/kubeapiserver/admission"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhookconfigurationguard"
 )
 
 const preflightLong = `Preflight checks, before you swap binaries, that this kube-apiserver accepts a node's
@@ -63,22 +66,34 @@ Kubernetes release, given the same files and this command line less Portcullis's
 names, would start (upstream's own options, plugin registry and configuration loaders judge
 it: the flags naming plugins, --runtime-config, every admission config entry stock reads).
 
-Exit codes: 0 the swap is safe and a rollback would work; 1 the swap is not safe (every
-problem listed) or preflight could not run; 3 the swap is safe but a rollback is blocked
-(every reason listed).
-
 Take the command line from one of:
   kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml
   kube-apiserver preflight --systemd-unit /etc/systemd/system/kube-apiserver.service [--environment-file FILE]
   kube-apiserver preflight -- --etcd-servers=... --tls-cert-file=... ...
 
+With --systemd-unit it also checks the unit's sandbox (ProtectSystem=, ProtectHome=,
+PrivateTmp=, ReadWritePaths=, ...) against the files the server reads and writes.
+
+For a manifest rendered by kubeadm before it replaces the running one, --running-manifest
+names the running one: every flag it sets must keep its value (a changed --advertise-address
+or --admission-control-config-file is a problem); only flags and our plugin names may be
+added. --kubeadm-patches DIR checks that the kube-apiserver image the patches set is this
+release's and runs the Kubernetes version kubeadm renders (--kubernetes-version, that of
+kubeadm upgrade apply; default this release's): give it alone before an upgrade.
+
 With --webhooks --kubeconfig FILE it also reads the cluster's webhook configurations (two
 lists, nothing written) and reports what the WebhookConfigurationGuard plugin would find, at
 the levels of the command line's admission configuration (Warn when it has none); a finding
-at Deny level makes it exit 1. --webhooks alone checks only the webhooks.`
+at Deny level is a problem. --webhooks alone checks only the webhooks.
+
+-o json prints the report as one JSON object (docs/operating.md describes its fields).
+
+Exit codes: 0 the swap is safe and a rollback would work; 1 the swap is not safe (every
+problem listed); 2 preflight could not run (a bad invocation, or a file it was given cannot
+be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
 func newPreflightCommand() *cobra.Command {
-	var manifest, unit, environmentFile, kubeconfig string
+	var manifest, runningManifest, unit, environmentFile, kubeconfig, patches, kubernetesVersion, output string
 	var webhooks bool
 	cmd := &cobra.Command{
 		Use:          "preflight",
@@ -86,70 +101,102 @@ func newPreflightCommand() *cobra.Command {
 		Long:         preflightLong,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Until the report is made, a failure is preflight's, not the swap's.
+			usage := func(err error) error {
+				setExitCode(cmd.Context(), ExitUsage)
+				return err
+			}
 			var (
-				argv           []string
-				hostPathMounts []string
-				source         string
-				err            error
+				argv    []string
+				pod     *nodeconfig.StaticPod
+				service *nodeconfig.SystemdService
+				source  string
+				err     error
 			)
 			dash := cmd.ArgsLenAtDash()
 			switch {
+			case output != "text" && output != "json":
+				return usage(fmt.Errorf("-o %s: want text or json", output))
 			case manifest != "" && unit != "":
-				return errors.New("give --manifest or --systemd-unit, not both")
+				return usage(errors.New("give --manifest or --systemd-unit, not both"))
 			case environmentFile != "" && unit == "":
-				return errors.New("--environment-file goes with --systemd-unit")
+				return usage(errors.New("--environment-file goes with --systemd-unit"))
+			case runningManifest != "" && manifest == "":
+				return usage(errors.New("--running-manifest goes with --manifest"))
+			case kubernetesVersion != "" && patches == "":
+				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches"))
+			case webhooks != (kubeconfig != ""):
+				return usage(errors.New("--webhooks and --kubeconfig go together"))
 			case (manifest != "" || unit != "") && len(args) > 0:
-				return fmt.Errorf("flags after -- are not taken with --manifest or --systemd-unit: %q", args)
+				return usage(fmt.Errorf("flags after -- are not taken with --manifest or --systemd-unit: %q", args))
 			case manifest != "":
 				source = "static pod manifest " + manifest
-				argv, hostPathMounts, err = commandLineFromManifest(manifest)
+				if pod, err = nodeconfig.ReadStaticPod(manifest); err != nil {
+					return usage(fmt.Errorf("--manifest: %w", err))
+				}
+				argv = pod.Args
 			case unit != "":
 				source = "systemd unit " + unit
-				argv, err = commandLineFromSystemdUnit(unit, environmentFile)
+				if service, err = nodeconfig.ReadSystemdUnit(unit, environmentFile); err != nil {
+					return usage(fmt.Errorf("--systemd-unit: %w", err))
+				}
+				argv = service.Args
 			case dash == 0:
 				source = "the command line after --"
 				argv = args
-			case webhooks:
-				// The webhooks alone.
+			case webhooks || patches != "":
+				// The webhooks or the kubeadm patches alone.
 			default:
-				return errors.New("give --manifest FILE, --systemd-unit FILE, or the server's flags after --")
+				return usage(errors.New("give --manifest FILE, --systemd-unit FILE, --kubeadm-patches DIR, or the server's flags after --"))
 			}
-			if err != nil {
-				return err
-			}
-			if webhooks != (kubeconfig != "") {
-				return errors.New("--webhooks and --kubeconfig go together")
+			var running *nodeconfig.StaticPod
+			if runningManifest != "" {
+				if running, err = nodeconfig.ReadStaticPod(runningManifest); err != nil {
+					return usage(fmt.Errorf("--running-manifest: %w", err))
+				}
 			}
 			// The plugins this builds log as the server would; the report says it all.
 			klog.SetLogger(logr.Discard())
 			klog.SetOutput(io.Discard)
 			klog.LogToStderr(false)
-			var problems, rollbackBlockers int
-			admissionConfigFile := ""
+			report := &PreflightReport{}
 			if source != "" {
-				report := Preflight(cmd.Context(), argv)
-				if manifest != "" && hostPathMounts != nil {
-					report.checkHostPathMounts(hostPathMounts)
+				report = Preflight(cmd.Context(), argv)
+				if pod != nil {
+					report.checkHostPathMounts(pod.HostPathMounts)
 				}
-				report.Print(cmd.OutOrStdout(), source)
-				problems, rollbackBlockers = len(report.Problems), len(report.RollbackBlockers)
-				admissionConfigFile = report.AdmissionConfigFile
+				if service != nil {
+					report.checkSandbox(service)
+				}
+				if running != nil {
+					report.checkAgainstRunning(runningManifest, running.Args)
+				}
+			}
+			report.Source = source
+			if patches != "" {
+				report.checkKubeadmPatches(patches, kubernetesVersion, version.Get().GitVersion)
 			}
 			if webhooks {
-				findings, summary, err := webhookFindings(cmd.Context(), kubeconfig, admissionConfigFile)
+				findings, summary, err := webhookFindings(cmd.Context(), kubeconfig, report.AdmissionConfigFile)
 				if err != nil {
-					return err
+					return usage(err)
 				}
-				if denied := printWebhookFindings(cmd.OutOrStdout(), summary, findings); denied > 0 {
-					return fmt.Errorf("%d webhook finding(s) at Deny level: the WebhookConfigurationGuard would refuse these configurations", denied)
+				report.addWebhookFindings(summary, findings)
+			}
+			report.decide()
+			if output == "json" {
+				if err := report.PrintJSON(cmd.OutOrStdout()); err != nil {
+					return usage(err)
 				}
+			} else {
+				report.Print(cmd.OutOrStdout())
 			}
-			if problems > 0 {
-				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", problems)
-			}
-			if rollbackBlockers > 0 {
+			switch report.ExitCode {
+			case ExitUnsafe:
+				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", len(report.Problems))
+			case ExitRollbackBlocked:
 				setExitCode(cmd.Context(), ExitRollbackBlocked)
-				return fmt.Errorf("preflight found %d reason(s) a rollback to stock would fail", rollbackBlockers)
+				return fmt.Errorf("preflight found %d reason(s) a rollback to stock would fail", len(report.RollbackBlockers))
 			}
 			return nil
 		},
@@ -162,40 +209,102 @@ func newPreflightCommand() *cobra.Command {
 		fmt.Fprintf(c.OutOrStderr(), "Usage:\n  %s [flags] [-- SERVER-FLAGS...]\n\nFlags:\n%s", c.CommandPath(), c.LocalFlags().FlagUsages())
 		return nil
 	})
+	// A flag preflight does not know is a bad invocation too.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		setExitCode(c.Context(), ExitUsage)
+		return err
+	})
 	cmd.Flags().StringVar(&manifest, "manifest", "", "a static pod manifest whose kube-apiserver container's command line to check")
-	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart to check")
+	cmd.Flags().StringVar(&runningManifest, "running-manifest", "", "with --manifest: the manifest the node runs now, whose flags the new one must keep")
+	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart (and sandbox) to check")
 	cmd.Flags().StringVar(&environmentFile, "environment-file", "", "with --systemd-unit: the EnvironmentFile to expand ExecStart with, in place of the unit's own")
+	cmd.Flags().StringVar(&patches, "kubeadm-patches", "", "a kubeadm --patches directory whose kube-apiserver image to check against this release and --kubernetes-version")
+	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks: the kubeconfig to read the cluster's webhook configurations through")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "the report's format: text or json")
 	return cmd
 }
 
-// PreflightReport is what Preflight found.
+// PreflightReport is what Preflight found. -o json prints it as it is: the field names are
+// part of preflight's interface.
 type PreflightReport struct {
+	// Version is this binary's version.
+	Version string `json:"version"`
+	// Source says where the command line was read.
+	Source string `json:"source,omitempty"`
+	// Verdict sums the report up: "safe", "unsafe" or "rollback-blocked"; ExitCode is the
+	// exit code that goes with it.
+	Verdict  string `json:"verdict"`
+	ExitCode int    `json:"exitCode"`
 	// Args is the command line checked.
-	Args []string
+	Args []string `json:"args,omitempty"`
 	// AdmissionConfigFile is the command line's --admission-control-config-file, if any.
-	AdmissionConfigFile string
+	AdmissionConfigFile string `json:"admissionConfigFile,omitempty"`
 	// Problems lists, each naming its flag, file or field, why the swap is not safe.
-	Problems []string
+	Problems []string `json:"problems"`
 	// Warnings are what the operator must have done before the swap for it to be safe, which
 	// preflight cannot see from the command line: a plugin of ours that needs setup first.
-	Warnings []string
+	Warnings []string `json:"warnings"`
 	// Notes are facts worth knowing that are not problems.
-	Notes []string
+	Notes []string `json:"notes"`
 	// RollbackBlockers lists why stock kube-apiserver would not start with the same files
 	// and this command line less our plugin names: a rollback would fail.
-	RollbackBlockers []string
+	RollbackBlockers []string `json:"rollbackBlockers"`
 	// RollbackEdits are the edits of the command line a rollback takes: our plugin names out
 	// of the admission flags.
-	RollbackEdits []string
-	// namedFiles are the files the flags name, by flag, for the static pod's mounts.
-	namedFiles [][2]string
+	RollbackEdits []string `json:"rollbackEdits"`
 	// Mutating and Validating are the admission chains that would load, in order.
-	Mutating, Validating []string
+	Mutating   []string `json:"mutatingChain,omitempty"`
+	Validating []string `json:"validatingChain,omitempty"`
 	// StockMutating and StockValidating are stock kube-apiserver's chains for the same
 	// flags without our plugins; nil when they could not be computed.
-	StockMutating, StockValidating []string
+	StockMutating   []string `json:"stockMutatingChain,omitempty"`
+	StockValidating []string `json:"stockValidatingChain,omitempty"`
+	// WebhookSummary and WebhookFindings are what --webhooks found.
+	WebhookSummary  string                              `json:"webhookSummary,omitempty"`
+	WebhookFindings []webhookconfigurationguard.Finding `json:"webhookFindings,omitempty"`
+
+	// namedFiles are the files the flags name, by flag, for the static pod's mounts and the
+	// unit's sandbox; writtenPaths those the server writes.
+	namedFiles, writtenPaths [][2]string
+	// checkedCommandLine is whether a command line was checked (not only patches or webhooks).
+	checkedCommandLine bool
+}
+
+// decide sets the verdict and exit code from what the report holds.
+func (r *PreflightReport) decide() {
+	r.Version = version.Get().GitVersion
+	switch {
+	case len(r.Problems) > 0:
+		r.Verdict, r.ExitCode = "unsafe", ExitUnsafe
+	case len(r.RollbackBlockers) > 0:
+		r.Verdict, r.ExitCode = "rollback-blocked", ExitRollbackBlocked
+	default:
+		r.Verdict, r.ExitCode = "safe", 0
+	}
+}
+
+// addWebhookFindings adds what --webhooks found; a finding at Deny level is a problem.
+func (r *PreflightReport) addWebhookFindings(summary string, findings []webhookconfigurationguard.Finding) {
+	r.WebhookSummary, r.WebhookFindings = summary, findings
+	for _, f := range findings {
+		if f.Deny {
+			r.problem("the WebhookConfigurationGuard would refuse this configuration (a check at Deny level): %s", f.Message)
+		}
+	}
+}
+
+// PrintJSON writes the report as one JSON object.
+func (r *PreflightReport) PrintJSON(w io.Writer) error {
+	for _, list := range []*[]string{&r.Problems, &r.Warnings, &r.Notes, &r.RollbackBlockers, &r.RollbackEdits} {
+		if *list == nil {
+			*list = []string{}
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
 
 func (r *PreflightReport) problem(format string, a ...any) {
@@ -209,7 +318,7 @@ func (r *PreflightReport) reported(text string) bool {
 
 // Preflight checks a kube-apiserver command line (without the program name).
 func Preflight(ctx context.Context, args []string) *PreflightReport {
-	r := &PreflightReport{Args: args}
+	r := &PreflightReport{Args: args, checkedCommandLine: true}
 	s, settings, err := NewServerRunOptions()
 	if err != nil {
 		r.problem("%v", err)
@@ -710,9 +819,16 @@ func (c *chainRecorder) Decorate(handler admission.Interface, name string) admis
 }
 
 // Print writes the report for an operator.
-func (r *PreflightReport) Print(w io.Writer, source string) {
-	fmt.Fprintf(w, "Preflight of %s for %s\n", version.Get().GitVersion, source)
-	fmt.Fprintf(w, "  %d flags checked through kube-apiserver's own options\n\n", len(r.Args))
+func (r *PreflightReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "Preflight of %s", version.Get().GitVersion)
+	if r.Source != "" {
+		fmt.Fprintf(w, " for %s", r.Source)
+	}
+	fmt.Fprintln(w)
+	if r.checkedCommandLine {
+		fmt.Fprintf(w, "  %d flags checked through kube-apiserver's own options\n", len(r.Args))
+	}
+	fmt.Fprintln(w)
 	if r.Mutating != nil || r.Validating != nil {
 		fmt.Fprintf(w, "Mutating admission chain (%d): %s\n", len(r.Mutating), strings.Join(r.Mutating, ", "))
 		fmt.Fprintf(w, "Validating admission chain (%d): %s\n\n", len(r.Validating), strings.Join(r.Validating, ", "))
@@ -728,17 +844,23 @@ func (r *PreflightReport) Print(w io.Writer, source string) {
 			fmt.Fprintln(w)
 		}
 	}
-	edits := "the same command line"
-	if len(r.RollbackEdits) > 0 {
-		edits = "the command line less Portcullis's plugin names (" + strings.Join(r.RollbackEdits, "; ") + ")"
-	}
-	if len(r.RollbackBlockers) == 0 {
-		fmt.Fprintf(w, "Rollback: stock kube-apiserver %s would start with the same files and %s.\n\n", stockVersion(), edits)
-	} else {
-		fmt.Fprintf(w, "Rollback is BLOCKED: stock kube-apiserver %s would not start with the same files and %s:\n", stockVersion(), edits)
-		for _, b := range r.RollbackBlockers {
-			fmt.Fprintf(w, "  - %s\n", b)
+	if r.checkedCommandLine {
+		edits := "the same command line"
+		if len(r.RollbackEdits) > 0 {
+			edits = "the command line less Portcullis's plugin names (" + strings.Join(r.RollbackEdits, "; ") + ")"
 		}
+		if len(r.RollbackBlockers) == 0 {
+			fmt.Fprintf(w, "Rollback: stock kube-apiserver %s would start with the same files and %s.\n\n", stockVersion(), edits)
+		} else {
+			fmt.Fprintf(w, "Rollback is BLOCKED: stock kube-apiserver %s would not start with the same files and %s:\n", stockVersion(), edits)
+			for _, b := range r.RollbackBlockers {
+				fmt.Fprintf(w, "  - %s\n", b)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if r.WebhookSummary != "" {
+		printWebhookFindings(w, r.WebhookSummary, r.WebhookFindings)
 		fmt.Fprintln(w)
 	}
 	for _, warning := range r.Warnings {

@@ -33,6 +33,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubeapiserver/authorizer"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 	"k8s.io/kubernetes/pkg/serviceaccount"
+
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
 )
 
 // configLoaders load, for each flag naming a configuration file, that file with the loader
@@ -185,12 +187,14 @@ func checkWritableDirectories(r *PreflightReport, s *options.ServerRunOptions) {
 		cert := filepath.Join(dir, serving.ServerCert.PairName+".crt")
 		key := filepath.Join(dir, serving.ServerCert.PairName+".key")
 		if ok, _ := certutil.CanReadCertAndKey(cert, key); !ok {
+			r.writtenPaths = append(r.writtenPaths, [2]string{"cert-dir", dir})
 			if _, err := creatableDirectory(dir); err != nil {
 				r.problem("--cert-dir %s: the server writes its self-signed serving certificate there, but %v", dir, err)
 			}
 		}
 	}
 	if path := s.Audit.LogOptions.Path; path != "" && path != "-" {
+		r.writtenPaths = append(r.writtenPaths, [2]string{"audit-log-path", path})
 		dir := filepath.Dir(path)
 		missing, err := creatableDirectory(dir)
 		switch {
@@ -198,6 +202,22 @@ func checkWritableDirectories(r *PreflightReport, s *options.ServerRunOptions) {
 			r.problem("--audit-log-path %s: directory %s: %v", path, dir, err)
 		case missing:
 			r.Notes = append(r.Notes, fmt.Sprintf("--audit-log-path %s: directory %s does not exist; the server will create it", path, dir))
+		}
+	}
+}
+
+// checkSandbox reports each file the server reads or writes that the systemd unit's sandbox
+// keeps from it: preflight, outside the sandbox, finds it readable or writable, but the
+// server would not.
+func (r *PreflightReport) checkSandbox(service *nodeconfig.SystemdService) {
+	for _, named := range r.namedFiles {
+		if why := service.CannotRead(named[1]); why != "" {
+			r.problem("--%s %s: the server cannot read it under the unit's sandbox: %s", named[0], named[1], why)
+		}
+	}
+	for _, written := range r.writtenPaths {
+		if why := service.CannotWrite(written[1]); why != "" {
+			r.problem("--%s %s: the server cannot write it under the unit's sandbox: %s", written[0], written[1], why)
 		}
 	}
 }

@@ -491,7 +491,9 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 				}
 			}
 			var out strings.Builder
-			report.Print(&out, "test")
+			report.Source = "test"
+			report.decide()
+			report.Print(&out)
 			verdict := "Rollback: stock kube-apiserver"
 			if len(tc.wantBlocks) > 0 {
 				verdict = "Rollback is BLOCKED"

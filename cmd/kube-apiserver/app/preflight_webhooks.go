@@ -66,9 +66,9 @@ func guardConfiguration(admissionConfigFile string) (*guardv1alpha1.WebhookConfi
 	return cfg, err
 }
 
-// printWebhookFindings prints the findings and returns how many are at Deny level.
-func printWebhookFindings(w io.Writer, summary string, findings []webhookconfigurationguard.Finding) (denied int) {
-	fmt.Fprintf(w, "\nWebhook configurations against the admission webhook good practices (%s):\n", summary)
+// printWebhookFindings prints the findings, each with its level.
+func printWebhookFindings(w io.Writer, summary string, findings []webhookconfigurationguard.Finding) {
+	fmt.Fprintf(w, "Webhook configurations against the admission webhook good practices (%s):\n", summary)
 	if len(findings) == 0 {
 		fmt.Fprintln(w, "  no finding")
 	}
@@ -76,9 +76,7 @@ func printWebhookFindings(w io.Writer, summary string, findings []webhookconfigu
 		level := "Warn"
 		if f.Deny {
 			level = "Deny"
-			denied++
 		}
 		fmt.Fprintf(w, "  [%s] %s\n", level, f.Message)
 	}
-	return denied
 }

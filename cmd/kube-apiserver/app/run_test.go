@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// upstreamRunCalls is every call upstream's app.Run (k8s.io/kubernetes v1.37.1) makes, in
+// upstreamRunCalls is every call upstream's app.Run (k8s.io/kubernetes v1.37.2) makes, in
 // source order: the steps run() composes.
 var upstreamRunCalls = []string{
 	"klog.Infof", "utilversion.Get",

@@ -34,7 +34,12 @@ import (
 const longDescription = `The Kubernetes API server validates and configures data
 for the api objects which include pods, services, replicationcontrollers, and
 others. The API Server services REST operations and provides the frontend to the
-cluster's shared state through which all other components interact.`
+cluster's shared state through which all other components interact.` + "\n\n" + preflightHint
+
+// preflightHint is the one paragraph of our --help that stock's lacks.
+const preflightHint = `Portcullis: before swapping this binary in for stock kube-apiserver, run
+"kube-apiserver preflight --help": it checks a node's command line, manifest or
+systemd unit, and whether a rollback to stock would work.`
 
 // NewServerRunOptions returns stock kube-apiserver's options with Portcullis's admission
 // plugins installed: registered, ordered and default-off. The settings carry the admission
@@ -89,6 +94,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			for _, d := range portcullis.Deprecations {
 				klog.Warning(d.Message)
 			}
+			klog.InfoS("Portcullis settings in force", portcullis.LogValues()...)
 			settings.Set(portcullis)
 			enforcementModes := enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes)
 			if err := enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(s.Admission)); err != nil {

@@ -1,0 +1,262 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	"sigs.k8s.io/yaml"
+
+	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+)
+
+// kubeadmPatchFile matches the names kubeadm reads as patches of the kube-apiserver static
+// pod (kubeadm's util/patches: target, optional suffix, optional +patchtype, .json or .yaml).
+var kubeadmPatchFile = regexp.MustCompile(`^kube-apiserver[^.+\n]*(\+(strategic|merge|json))?\.(json|yaml)$`)
+
+// imageTag is the tag kubeadm gives a version: every character outside [-\w.] becomes "_"
+// (kubeadm's KubernetesVersionToImageTag), so v1.37.2+portcullis.1 is v1.37.2_portcullis.1.
+func imageTag(version string) string {
+	return regexp.MustCompile(`[^-\w.]`).ReplaceAllString(version, "_")
+}
+
+// portcullisTag is the marker of our release tags, between the Kubernetes version and ours.
+const portcullisTag = "_portcullis."
+
+// checkKubeadmPatches reports whether the kube-apiserver image the kubeadm patches in dir
+// set is release ours's (this binary's version), for a kubeadm that renders Kubernetes
+// targetVersion (kubeadm upgrade apply's version; ours's when empty): otherwise the API server
+// ends up older or newer than the components kubeadm upgrades with it, or kubeadm finds its
+// manifest unchanged and skips it.
+func (r *PreflightReport) checkKubeadmPatches(dir, targetVersion, ours string) {
+	kube, _, _ := strings.Cut(ours, "+")
+	if targetVersion == "" {
+		targetVersion = kube
+	}
+	image, file, err := kubeadmPatchImage(dir)
+	switch {
+	case err != nil:
+		r.problem("--kubeadm-patches %s: %v", dir, err)
+		return
+	case image == "":
+		r.problem("--kubeadm-patches %s: no kube-apiserver patch sets the container's image, so kubeadm would run stock kube-apiserver %s, which refuses Portcullis's plugin names", dir, targetVersion)
+		return
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("--kubeadm-patches %s: %s sets the kube-apiserver image %s", dir, file, image))
+	if strings.HasPrefix(image, "localhost/") {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s exists only where it was imported: once the kubelet's image garbage collection removes it, no node can pull it again; push it to a registry (docs/release.md)", file, image))
+	}
+	if targetVersion != kube {
+		r.problem("--kubernetes-version %s: this is the preflight of %s, built on Kubernetes %s; an upgrade to %s needs the Portcullis release for %s: run its preflight", targetVersion, ours, kube, targetVersion, targetVersion)
+	}
+	name, tag, ok := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+	if !ok || strings.Contains(image, "@") {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", file, image, ours, imageTag(ours)))
+		return
+	}
+	kubernetes, _, isOurs := strings.Cut(tag, portcullisTag)
+	switch {
+	case name != "kube-apiserver" || !isOurs:
+		r.problem("%s: the image %s is not a Portcullis release (tags look like %s)", file, image, imageTag(ours))
+	case kubernetes != targetVersion:
+		r.problem("%s: the image %s runs Kubernetes %s, but kubeadm renders %s: kube-apiserver would be %s the controller manager, scheduler and kubelets it upgrades (or kubeadm would find the manifest unchanged and skip it); set the tag to the Portcullis release for %s", file, image, kubernetes, targetVersion, olderOrNewer(kubernetes, targetVersion), targetVersion)
+	case tag != imageTag(ours):
+		r.problem("%s: the image %s is another Portcullis release than this preflight's, %s (tag %s): check with the preflight of the release the image runs", file, image, ours, imageTag(ours))
+	}
+}
+
+// olderOrNewer words how version a stands to b, for versions of the form v1.M.P.
+func olderOrNewer(a, b string) string {
+	parse := func(v string) []int {
+		var out []int
+		for _, part := range strings.Split(strings.TrimPrefix(v, "v"), ".") {
+			n := 0
+			for _, c := range part {
+				if c < '0' || c > '9' {
+					break
+				}
+				n = n*10 + int(c-'0')
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	if slices.Compare(parse(a), parse(b)) < 0 {
+		return "older than"
+	}
+	return "newer than"
+}
+
+// kubeadmPatchImage returns the kube-apiserver image the patches in dir leave the static pod
+// with — the last one set, in kubeadm's order (file names in lexical order, documents in file
+// order) — and the file that sets it; "" when none does.
+func kubeadmPatchImage(dir string) (image, file string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", err
+	}
+	for _, e := range entries {
+		if e.IsDir() || !kubeadmPatchFile.MatchString(e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", "", err
+		}
+		jsonPatch := strings.Contains(e.Name(), "+json")
+		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := reader.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return "", "", fmt.Errorf("%s: %w", path, err)
+			}
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			set, err := patchDocumentImage(doc, jsonPatch)
+			if err != nil {
+				return "", "", fmt.Errorf("%s: %w", path, err)
+			}
+			if set != "" {
+				image, file = set, path
+			}
+		}
+	}
+	return image, file, nil
+}
+
+// containerImagePath is a JSON patch path to a container's image.
+var containerImagePath = regexp.MustCompile(`^/spec/containers/(\d+|-)/image$`)
+
+// patchDocumentImage returns the kube-apiserver image one patch document sets, or "".
+func patchDocumentImage(doc []byte, jsonPatch bool) (string, error) {
+	if jsonPatch {
+		var ops []struct {
+			Op    string          `json:"op"`
+			Path  string          `json:"path"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := yaml.Unmarshal(doc, &ops); err != nil {
+			return "", fmt.Errorf("not a JSON patch: %w", err)
+		}
+		image := ""
+		for _, op := range ops {
+			if (op.Op == "add" || op.Op == "replace") && containerImagePath.MatchString(op.Path) {
+				if err := json.Unmarshal(op.Value, &image); err != nil {
+					return "", fmt.Errorf("%s: the image is not a string", op.Path)
+				}
+			}
+		}
+		return image, nil
+	}
+	var pod struct {
+		Spec struct {
+			Containers []struct {
+				Name  string `json:"name"`
+				Image string `json:"image"`
+			} `json:"containers"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(doc, &pod); err != nil {
+		return "", fmt.Errorf("not a patch of a Pod: %w", err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "kube-apiserver" {
+			return c.Image, nil
+		}
+	}
+	return "", nil
+}
+
+// checkAgainstRunning reports what the new command line changes in the one the node runs,
+// beyond adding flags and adding our plugin names to --enable-admission-plugins: a manifest
+// rendered from another configuration than the node's (kubeadm re-deriving
+// --advertise-address from the default route on a multi-NIC node), or a flag of ours
+// replacing the cluster's own (--admission-control-config-file).
+func (r *PreflightReport) checkAgainstRunning(runningPath string, running []string) {
+	before, after := givenFlags(running), givenFlags(r.Args)
+	if before == nil || after == nil {
+		r.problem("--running-manifest %s: its command line does not parse", runningPath)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		was, now := before[name], after[name]
+		switch {
+		case now == nil:
+			r.problem("--%s=%s, which the running manifest %s sets, is gone: render from the node's own configuration", name, strings.Join(was, ","), runningPath)
+		case slices.Equal(was, now):
+		case name == "enable-admission-plugins":
+			wasSet, nowSet := pluginList(was), pluginList(now)
+			for _, p := range wasSet {
+				if !slices.Contains(nowSet, p) {
+					r.problem("--enable-admission-plugins drops %s, which the running manifest %s enables", p, runningPath)
+				}
+			}
+			var added []string
+			for _, p := range nowSet {
+				switch {
+				case slices.Contains(wasSet, p):
+				case portcullisadmission.IsOurs(p):
+					added = append(added, p)
+				default:
+					r.problem("--enable-admission-plugins adds %s, which is not Portcullis's: the rendered manifest was made from another configuration than the node's", p)
+				}
+			}
+			if len(added) > 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins adds Portcullis's %s to the running manifest's", strings.Join(added, ", ")))
+			}
+		case name == "admission-control-config-file":
+			r.problem("--admission-control-config-file changes from %s (the running manifest's) to %s: the server reads one file, so the cluster's own admission configuration would be dropped; copy Portcullis's entries into %s and keep that flag (docs/operating.md)", was[len(was)-1], now[len(now)-1], was[len(was)-1])
+		default:
+			r.problem("--%s changes from %s (the running manifest's) to %s: the rendered manifest was made from another configuration than the node's; render from the node's own (docs/operating.md, 2a)", name, strings.Join(was, ","), strings.Join(now, ","))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		if before[name] == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("adds --%s=%s to the running manifest's flags", name, strings.Join(after[name], ",")))
+		}
+	}
+}
+
+// givenFlags returns the values each flag is given, by the flag's name as the server
+// normalizes it; nil when args do not parse.
+func givenFlags(args []string) map[string][]string {
+	values := map[string][]string{}
+	fs := serverFlagSet(options.NewServerRunOptions())
+	if err := fs.ParseAll(args, func(f *pflag.Flag, value string) error {
+		values[f.Name] = append(values[f.Name], value)
+		return nil
+	}); err != nil {
+		return nil
+	}
+	return values
+}
+
+// pluginList is the plugins a repeated list flag names, in order, once each.
+func pluginList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

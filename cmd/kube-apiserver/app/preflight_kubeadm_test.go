@@ -1,0 +1,160 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestKubeadmPatchImage(t *testing.T) {
+	tests := []struct {
+		name      string
+		files     map[string]string
+		wantImage string
+		wantFile  string
+		wantErr   string
+	}{
+		{name: "strategic merge, as shipped", files: map[string]string{
+			"kube-apiserver.yaml": "spec:\n  containers:\n  - name: kube-apiserver\n    image: r.example/portcullis/kube-apiserver:v1.37.2_portcullis.1\n",
+		}, wantImage: "r.example/portcullis/kube-apiserver:v1.37.2_portcullis.1", wantFile: "kube-apiserver.yaml"},
+		{name: "a JSON patch", files: map[string]string{
+			"kube-apiserver0+json.yaml": "- op: replace\n  path: /spec/containers/0/image\n  value: r.example/kube-apiserver:v1.37.2_portcullis.1\n",
+		}, wantImage: "r.example/kube-apiserver:v1.37.2_portcullis.1", wantFile: "kube-apiserver0+json.yaml"},
+		{name: "the last file in lexical order wins, other targets ignored", files: map[string]string{
+			"kube-apiserver1.yaml":           "spec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:v1.37.1_portcullis.1\n",
+			"kube-apiserver2+strategic.yaml": "spec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:v1.37.2_portcullis.1\n",
+			"kube-scheduler.yaml":            "spec:\n  containers:\n  - name: kube-apiserver\n    image: b/kube-apiserver:v9\n",
+			"kube-apiserver.txt":             "spec:\n  containers:\n  - name: kube-apiserver\n    image: c/kube-apiserver:v9\n",
+		}, wantImage: "a/kube-apiserver:v1.37.2_portcullis.1", wantFile: "kube-apiserver2+strategic.yaml"},
+		{name: "documents in order", files: map[string]string{
+			"kube-apiserver.yaml": "spec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:one\n---\nmetadata:\n  labels: {x: y}\n---\nspec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:two\n",
+		}, wantImage: "a/kube-apiserver:two", wantFile: "kube-apiserver.yaml"},
+		{name: "no image set", files: map[string]string{"kube-apiserver.yaml": "metadata:\n  annotations: {a: b}\n"}},
+		{name: "not a patch", files: map[string]string{"kube-apiserver+json.json": "{\"op\": 1}"}, wantErr: "not a JSON patch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				writeFile(t, dir, name, content)
+			}
+			image, file, err := kubeadmPatchImage(dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want an error saying %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFile := ""
+			if tc.wantFile != "" {
+				wantFile = filepath.Join(dir, tc.wantFile)
+			}
+			if image != tc.wantImage || file != wantFile {
+				t.Errorf("got %q from %q, want %q from %q", image, file, tc.wantImage, wantFile)
+			}
+		})
+	}
+	if _, _, err := kubeadmPatchImage(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing directory: no error")
+	}
+}
+
+func TestCheckKubeadmPatches(t *testing.T) {
+	// A release's version, as build/version.sh stamps it (tests run unstamped).
+	const ours, kube = "v1.37.2+portcullis.1", "v1.37.2"
+	tag := imageTag(ours)
+	tests := []struct {
+		name, image, target string
+		wantProblems        []string
+		wantWarning         string
+	}{
+		{name: "this release, this version", image: "r.example/portcullis/kube-apiserver:" + tag},
+		{name: "this release, the default version", image: "r.example/portcullis/kube-apiserver:" + tag, target: kube},
+		{name: "an upgrade with the old patch", image: "r.example/portcullis/kube-apiserver:" + tag, target: "v1.99.0",
+			wantProblems: []string{"runs Kubernetes " + kube + ", but kubeadm renders v1.99.0: kube-apiserver would be older than", "this is the preflight of " + ours}},
+		{name: "stock's image", image: "registry.k8s.io/kube-apiserver:" + kube, wantProblems: []string{"is not a Portcullis release"}},
+		{name: "another Portcullis release of the same Kubernetes", image: "r.example/kube-apiserver:" + kube + "_portcullis.99", wantProblems: []string{"is another Portcullis release than this preflight's"}},
+		{name: "an older Kubernetes", image: "r.example/kube-apiserver:v1.0.0_portcullis.1", wantProblems: []string{"runs Kubernetes v1.0.0, but kubeadm renders " + kube + ": kube-apiserver would be older than"}},
+		{name: "localhost", image: "localhost/portcullis/kube-apiserver:" + tag, wantWarning: "no node can pull it again"},
+		{name: "a digest", image: "r.example/kube-apiserver@sha256:0123", wantWarning: "not named by a tag"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "kube-apiserver.yaml", "spec:\n  containers:\n  - name: kube-apiserver\n    image: "+tc.image+"\n")
+			r := &PreflightReport{}
+			r.checkKubeadmPatches(dir, tc.target, ours)
+			for _, want := range tc.wantProblems {
+				if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, want) }) {
+					t.Errorf("no problem says %q; problems: %q", want, r.Problems)
+				}
+			}
+			if len(tc.wantProblems) == 0 && len(r.Problems) > 0 {
+				t.Errorf("want no problem, got %q", r.Problems)
+			}
+			if tc.wantWarning != "" && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {
+				t.Errorf("no warning says %q; warnings: %q", tc.wantWarning, r.Warnings)
+			}
+		})
+	}
+	empty := t.TempDir()
+	r := &PreflightReport{}
+	r.checkKubeadmPatches(empty, "", ours)
+	if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "no kube-apiserver patch sets the container's image") {
+		t.Errorf("an empty patches directory: %q", r.Problems)
+	}
+	if err := os.WriteFile(filepath.Join(empty, "kube-apiserver.yaml"), []byte("{{{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = &PreflightReport{}
+	r.checkKubeadmPatches(empty, "", ours)
+	if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "--kubeadm-patches") {
+		t.Errorf("a malformed patch: %q", r.Problems)
+	}
+}
+
+func TestCheckAgainstRunning(t *testing.T) {
+	running := []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"}
+	tests := []struct {
+		name         string
+		rendered     []string
+		wantProblems []string
+		wantNote     string
+	}{
+		{name: "unchanged", rendered: running},
+		{name: "our plugins added, a flag added",
+			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,SecurityContextDeny,PodPreset", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2", "--profiling=false"},
+			wantNote: "--enable-admission-plugins adds Portcullis's SecurityContextDeny, PodPreset"},
+		{name: "the address re-derived from the default route",
+			rendered:     []string{"--advertise-address=192.168.1.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"},
+			wantProblems: []string{"--advertise-address changes from 10.0.0.5 (the running manifest's) to 192.168.1.5"}},
+		{name: "our admission config file in place of the cluster's",
+			rendered:     []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--admission-control-config-file=/etc/kubernetes/portcullis/admission-config.yaml", "--secure-port=6443", "--v=2"},
+			wantProblems: []string{"--admission-control-config-file changes from /etc/kubernetes/cluster/admission.yaml (the running manifest's) to /etc/kubernetes/portcullis/admission-config.yaml"}},
+		{name: "a flag dropped, a plugin dropped, an upstream plugin added",
+			rendered:     []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=AlwaysPullImages", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443"},
+			wantProblems: []string{"--v=2, which the running manifest m.yaml sets, is gone", "drops NodeRestriction", "adds AlwaysPullImages, which is not Portcullis's"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &PreflightReport{Args: tc.rendered}
+			r.checkAgainstRunning("m.yaml", running)
+			for _, want := range tc.wantProblems {
+				if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, want) }) {
+					t.Errorf("no problem says %q; problems: %q", want, r.Problems)
+				}
+			}
+			if len(tc.wantProblems) != len(r.Problems) {
+				t.Errorf("want %d problems, got %q", len(tc.wantProblems), r.Problems)
+			}
+			if tc.wantNote != "" && !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, tc.wantNote) }) {
+				t.Errorf("no note says %q; notes: %q", tc.wantNote, r.Notes)
+			}
+		})
+	}
+}
