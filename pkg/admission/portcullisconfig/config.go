@@ -91,6 +91,33 @@ type Deprecation struct {
 	BlocksRollback bool
 }
 
+// LogValues are the settings in force, as key/value pairs for the start-up log.
+func (c *Configuration) LogValues() []any {
+	file := c.File
+	if file == "" {
+		file = "none"
+	}
+	modes := make([]string, 0, len(c.EnforcementModes))
+	for _, m := range c.EnforcementModes {
+		names := make([]string, len(m.Modes))
+		for i, mode := range m.Modes {
+			names[i] = string(mode)
+		}
+		modes = append(modes, m.Name+"="+strings.Join(names, "+"))
+	}
+	served := make([]string, len(c.ServedAPIs))
+	for i, gv := range c.ServedAPIs {
+		served[i] = gv.String()
+	}
+	return []any{
+		"admissionConfigFile", file,
+		"mutatingWebhookDispatch", c.MutatingDispatch.String(),
+		"validatingWebhookDispatch", c.ValidatingDispatch.String(),
+		"enforcementModes", modes,
+		"servedAPIs", served,
+	}
+}
+
 // Dispatch returns the dispatch settings for a webhook plugin; nil keeps it upstream's.
 func (c *Configuration) Dispatch(validating bool) *webhook.Configuration {
 	if c == nil {

@@ -1,6 +1,7 @@
 package portcullisconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,5 +221,24 @@ func TestLoadFromPath(t *testing.T) {
 	writeFile(t, dir, "portcullis.yaml", "apiVersion: admission.portcullis.io/v1alpha1\nkind: PortcullisConfiguration\nservedAPIs: [nope]\n")
 	if _, err := Load(file); err == nil || !strings.Contains(err.Error(), "path "+filepath.Join(dir, "portcullis.yaml")) || !strings.Contains(err.Error(), "servedAPIs[0]") {
 		t.Errorf("Load = %v, want the entry's own file and field named", err)
+	}
+}
+
+func TestLogValues(t *testing.T) {
+	none := &Configuration{}
+	if got := fmt.Sprint(none.LogValues()); got != "[admissionConfigFile none mutatingWebhookDispatch upstream's validatingWebhookDispatch upstream's enforcementModes [] servedAPIs []]" {
+		t.Errorf("no settings: %s", got)
+	}
+	c := &Configuration{
+		File:               "/etc/kubernetes/admission.yaml",
+		EnforcementModes:   []admissionv1alpha1.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admissionv1alpha1.EnforcementMode{"Warn", "Audit"}}},
+		ValidatingDispatch: exampleDispatch(true),
+		ServedAPIs:         []schema.GroupVersion{{Group: "policy", Version: "v1beta1"}},
+	}
+	got := fmt.Sprint(c.LogValues())
+	for _, want := range []string{"admissionConfigFile /etc/kubernetes/admission.yaml", "mutatingWebhookDispatch upstream's", "validatingWebhookDispatch Portcullis's: circuitBreaker{failureThreshold: ", "earlyExit", "enforcementModes [SecurityContextDeny=Warn+Audit]", "servedAPIs [policy/v1beta1]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s\nlacks %q", got, want)
+		}
 	}
 }

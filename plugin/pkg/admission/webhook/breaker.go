@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -51,6 +52,9 @@ type Breakers struct {
 	jitter  func() float64
 	metrics *Metrics
 	step    string
+	// logger records each state change, at the default verbosity: an operator reading the
+	// log learns when a webhook stopped being called, and when it was called again.
+	logger klog.Logger
 
 	// configurationUID returns the UID of the webhook configuration of a name ("" when
 	// unknown: a static manifest's, or before the plugin has its informers).
@@ -90,6 +94,7 @@ func NewBreakers(settings BreakerSettings, step string, metrics *Metrics, clk cl
 		jitter:    func() float64 { return 0.8 + 0.4*rand.Float64() },
 		metrics:   metrics,
 		step:      step,
+		logger:    klog.Background().WithName("webhook-circuit-breaker"),
 		byWebhook: map[string]*breaker{},
 		keys:      map[webhook.WebhookAccessor]string{},
 	}
@@ -265,9 +270,24 @@ func (bs *Breakers) open(b *breaker, now time.Time) {
 func (bs *Breakers) setState(b *breaker, s breakerState) {
 	if b.state != s {
 		bs.metrics.breakerTransition(b.name, bs.step, s)
+		bs.logTransition(b, s)
 	}
 	b.state = s
 	bs.metrics.setBreakerState(b.name, bs.step, s)
+}
+
+// logTransition logs b's change to state s, once, with what an operator acts on.
+func (bs *Breakers) logTransition(b *breaker, s breakerState) {
+	keys := []any{"webhook", b.name, "type", bs.step, "from", b.state.String(), "to", s.String()}
+	switch s {
+	case breakerOpen:
+		bs.logger.Info("Admission webhook circuit breaker open: its calls fail fast (failurePolicy applies) until a probe succeeds",
+			append(keys, "consecutiveFailures", b.failures, "lastError", b.lastErr, "nextProbeIn", max(b.probeAt.Sub(bs.clock.Now()), 0).Round(time.Millisecond))...)
+	case breakerHalfOpen:
+		bs.logger.Info("Admission webhook circuit breaker half-open: one probe call goes through", keys...)
+	case breakerClosed:
+		bs.logger.Info("Admission webhook circuit breaker closed: the webhook answered, its calls go through again", keys...)
+	}
 }
 
 // sweep forgets breakers nobody has consulted for breakerIdleExpiry; it runs at most once a

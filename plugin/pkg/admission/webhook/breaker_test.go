@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	testingclock "k8s.io/utils/clock/testing"
@@ -256,4 +257,40 @@ func TestNilBreakersAllowEverything(t *testing.T) {
 		t.Fatal(open)
 	}
 	p.Done(Failed, errRefused) // must not panic
+}
+
+// TestBreakerLogsEachTransition: every state change is logged once, at the default
+// verbosity, with the webhook's name; calls that change nothing log nothing.
+func TestBreakerLogsEachTransition(t *testing.T) {
+	bs, clk := newTestBreakers(2)
+	var lines []string
+	bs.logger = funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0})
+	h := accessor("cfg", "hook.example.com")
+
+	fail(t, bs, h, 2)                        // closed -> open
+	if _, open := bs.Allow(h); open == nil { // open: short-circuited, no change
+		t.Fatal("the breaker did not open")
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	p, open := bs.Allow(h) // open -> half-open
+	if open != nil {
+		t.Fatalf("no probe: %v", open)
+	}
+	p.Done(Succeeded, nil) // half-open -> closed
+	p, _ = bs.Allow(h)     // closed: no change
+	p.Done(Succeeded, nil)
+
+	want := []string{
+		`"webhook"="hook.example.com" "type"="validating" "from"="closed" "to"="open" "consecutiveFailures"=2 "lastError"="connection refused" "nextProbeIn"="1s"`,
+		`"webhook"="hook.example.com" "type"="validating" "from"="open" "to"="half-open"`,
+		`"webhook"="hook.example.com" "type"="validating" "from"="half-open" "to"="closed"`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines logged, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
+	}
+	for i := range want {
+		if !strings.Contains(lines[i], want[i]) {
+			t.Errorf("line %d:\n%s\nwant it to hold\n%s", i+1, lines[i], want[i])
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,28 @@ type Configuration struct {
 // stock's.
 func (c *Configuration) Ours() bool {
 	return c.Breaker != nil || c.Budget != nil || c.EarlyExit
+}
+
+// String says which dispatch the settings give a webhook plugin, for the start-up log.
+func (c *Configuration) String() string {
+	if c == nil || !c.Ours() {
+		return "upstream's"
+	}
+	var parts []string
+	if b := c.Breaker; b != nil {
+		parts = append(parts, fmt.Sprintf("circuitBreaker{failureThreshold: %d, initialBackoff: %s, maxBackoff: %s}", b.FailureThreshold, b.InitialBackoff, b.MaxBackoff))
+	}
+	if b := c.Budget; b != nil {
+		maxDuration := "none"
+		if b.MaxDuration > 0 {
+			maxDuration = b.MaxDuration.String()
+		}
+		parts = append(parts, fmt.Sprintf("timeBudget{deadlineMargin: %s, maxDuration: %s}", b.DeadlineMargin, maxDuration))
+	}
+	if c.EarlyExit {
+		parts = append(parts, "earlyExit")
+	}
+	return "Portcullis's: " + strings.Join(parts, ", ")
 }
 
 // BreakerSettings are the circuit breakers' settings, defaulted.

@@ -10,10 +10,10 @@ import (
 type Finding struct {
 	// Message names the configuration, the webhook, the field and the check, as the
 	// plugin's warnings and refusals do.
-	Message string
+	Message string `json:"message"`
 	// Deny is true when the configuration puts the finding's check in Deny mode: the
 	// plugin would refuse the write.
-	Deny bool
+	Deny bool `json:"deny"`
 }
 
 // CheckCluster runs the guard's checks, as configured, over every webhook configuration of a
