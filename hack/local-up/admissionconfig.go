@@ -16,5 +16,5 @@ func writeAdmissionConfigIfMissing(path string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return os.WriteFile(path, []byte(controlplane.AdmissionConfig()), 0o600)
+	return os.WriteFile(path, []byte(controlplane.AdmissionConfig(true)), 0o600)
 }

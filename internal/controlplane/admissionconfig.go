@@ -10,9 +10,11 @@ import (
 
 // AdmissionConfig is the admission configuration `make run` and the soak pass to
 // --admission-control-config-file: every plugin of ours that reads configuration with its
-// example, and the Portcullis entry with our webhook dispatch on. A stock kube-apiserver
-// starts with it too (rollback); the rollback test holds it to that.
-func AdmissionConfig() string {
+// example, and the Portcullis entry with our webhook dispatch on. With dayOne (make run), the
+// plugins that refuse ordinary workloads are in Warn+Audit enforcement mode, as the deploy
+// kit has them; the soak, which measures refusals, leaves them denying. A stock
+// kube-apiserver starts with either (rollback); the rollback test holds them to that.
+func AdmissionConfig(dayOne bool) string {
 	var b strings.Builder
 	b.WriteString("# Admission configuration (--admission-control-config-file).\n")
 	b.WriteString("# Every Portcullis plugin is enabled with --enable-admission-plugins. A plugin that\n")
@@ -30,7 +32,27 @@ func AdmissionConfig() string {
 	b.WriteString("# The Portcullis entry: settings of ours that are no one plugin's. Here, our dispatch of\n")
 	b.WriteString("# the two webhook plugins: circuit breakers, a time budget, the validating early exit\n")
 	b.WriteString("# (docs/webhooks.md). A stock kube-apiserver ignores the entry.\n")
-	writeEntry(&b, portcullisconfig.EntryName, portcullisconfig.Example())
+	example := portcullisconfig.Example()
+	if dayOne {
+		b.WriteString("# enforcementModes: the plugins that refuse ordinary workloads only warn and audit, as\n")
+		b.WriteString("# on a cluster's first day with them (docs/enforcement-modes.md); delete a plugin's\n")
+		b.WriteString("# line and restart to let it deny.\n")
+		example += DayOneEnforcementModes()
+	}
+	writeEntry(&b, portcullisconfig.EntryName, example)
+	return b.String()
+}
+
+// DayOneEnforcementModes is the Portcullis entry's enforcementModes field that puts every
+// plugin of ours that refuses ordinary workloads in Warn+Audit.
+func DayOneEnforcementModes() string {
+	var b strings.Builder
+	b.WriteString("enforcementModes:\n")
+	for _, p := range portcullisadmission.Plugins() {
+		if p.RefusesWorkloads {
+			fmt.Fprintf(&b, "- name: %s\n  modes: [%s]\n", p.Name, strings.Join(portcullisadmission.DayOneModes, ", "))
+		}
+	}
 	return b.String()
 }
 

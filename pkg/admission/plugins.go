@@ -27,10 +27,11 @@ func Plugins() []Plugin {
 	return []Plugin{
 		{
 			// Where upstream had it until 1.30: straight after the namespace checks.
-			Name:     securitycontextdeny.PluginName,
-			Phase:    Validating,
-			Anchor:   After("NamespaceExists"),
-			Register: securitycontextdeny.Register,
+			Name:             securitycontextdeny.PluginName,
+			Phase:            Validating,
+			Anchor:           After("NamespaceExists"),
+			Register:         securitycontextdeny.Register,
+			RefusesWorkloads: true,
 		},
 		{
 			// Mutating: presets go in before LimitRanger sets defaults from the merged pod.
@@ -52,16 +53,18 @@ func Plugins() []Plugin {
 		},
 		{
 			// Validating, and must judge before policies and webhooks do.
-			Name:     exec.DenyEscalatingExecPluginName,
-			Phase:    Validating,
-			Anchor:   Before("MutatingAdmissionPolicy"),
-			Register: exec.RegisterDenyEscalatingExec,
+			Name:             exec.DenyEscalatingExecPluginName,
+			Phase:            Validating,
+			Anchor:           Before("MutatingAdmissionPolicy"),
+			Register:         exec.RegisterDenyEscalatingExec,
+			RefusesWorkloads: true,
 		},
 		{
-			Name:     exec.DenyExecOnPrivilegedPluginName,
-			Phase:    Validating,
-			Anchor:   Before("MutatingAdmissionPolicy"),
-			Register: exec.RegisterDenyExecOnPrivileged,
+			Name:             exec.DenyExecOnPrivilegedPluginName,
+			Phase:            Validating,
+			Anchor:           Before("MutatingAdmissionPolicy"),
+			Register:         exec.RegisterDenyExecOnPrivileged,
+			RefusesWorkloads: true,
 		},
 		{
 			// Validating, and before the policies and webhooks (which must stay last, a test
@@ -150,7 +153,16 @@ type Plugin struct {
 	// Prerequisite, when set, says what an operator must do before enabling the plugin, or
 	// the cluster breaks. The deploy examples name such a plugin rather than enable it.
 	Prerequisite string
+	// RefusesWorkloads says the plugin's validating phase refuses requests ordinary
+	// workloads make (pods with a security context, exec into privileged pods): the deploy
+	// kit and make run enable it in Warn+Audit enforcement mode, so that turning it on
+	// changes no verdict until the operator moves it to Deny.
+	RefusesWorkloads bool
 }
+
+// DayOneModes are the enforcement modes the deploy kit and make run give the plugins that
+// refuse ordinary workloads: admitted, with a warning to the client and an audit annotation.
+var DayOneModes = []string{"Warn", "Audit"}
 
 // Anchor places a plugin immediately before or after another plugin, by name.
 type Anchor struct {

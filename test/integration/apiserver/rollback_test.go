@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/internal/balancer"
@@ -99,16 +98,17 @@ func TestRollback(t *testing.T) {
 
 	t.Run("stock starts with every documented setup less our plugin names", func(t *testing.T) {
 		deployConfig := readFile(t, filepath.Join(root, "build/deploy/static-pod/admission-config.yaml"))
-		manifestFlags := staticPodAdmissionFlags(t, filepath.Join(root, "build/deploy/static-pod/kube-apiserver.yaml"))
+		kubeadmFlags := []string{"--enable-admission-plugins=" + deployedPlugins(t)}
 		systemdEnv := environmentFile(t, filepath.Join(root, "build/deploy/systemd/kube-apiserver.env"))
 		setups := []struct {
 			name   string
 			config string
 			flags  []string
 		}{
-			{"kubeadm static pod (build/deploy/static-pod)", deployConfig, manifestFlags},
+			{"kubeadm static pod (build/deploy/static-pod)", deployConfig, kubeadmFlags},
 			{"systemd unit (build/deploy/systemd)", deployConfig, []string{"--enable-admission-plugins=" + systemdEnv["ENABLE_ADMISSION_PLUGINS"]}},
-			{"make run and the soak", controlplane.AdmissionConfig(), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
+			{"make run", controlplane.AdmissionConfig(true), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
+			{"the soak", controlplane.AdmissionConfig(false), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
 			{"PodSecurityPolicy, API first (docs/plugins/podsecuritypolicy.md)", rollbackAdmissionConfig, []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy"}},
 		}
 		for i, setup := range setups {
@@ -407,28 +407,6 @@ func withoutOurPluginNames(flags []string) []string {
 		out[i] = name + "=" + strings.Join(names, ",")
 	}
 	return out
-}
-
-// staticPodAdmissionFlags returns the admission flags the deploy kit's static-pod patch adds,
-// with kubeadm's own --enable-admission-plugins=NodeRestriction, which the patch repeats.
-func staticPodAdmissionFlags(t *testing.T, path string) []string {
-	t.Helper()
-	var pod corev1.Pod
-	if err := yaml.Unmarshal(readFileBytes(t, path), &pod); err != nil {
-		t.Fatal(err)
-	}
-	var flags []string
-	for _, c := range pod.Spec.Containers {
-		for _, arg := range append(slices.Clone(c.Command), c.Args...) {
-			if strings.HasPrefix(arg, "--enable-admission-plugins=") || strings.HasPrefix(arg, "--disable-admission-plugins=") || strings.HasPrefix(arg, "--runtime-config=") {
-				flags = append(flags, arg)
-			}
-		}
-	}
-	if len(flags) == 0 {
-		t.Fatalf("%s sets no admission flag", path)
-	}
-	return flags
 }
 
 // environmentFile reads KEY=VALUE lines, as systemd's EnvironmentFile= does for these files.

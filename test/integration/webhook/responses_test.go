@@ -155,7 +155,7 @@ func testResponses(t *testing.T, e *env) {
 
 	// Upstream refuses a changed namespace (create and update) and a changed name on update.
 	// A changed name on create is not refused: the object is stored under the patched name.
-	// The issue expected a refusal there too; stock kube-apiserver v1.37.1 behaves as
+	// The issue expected a refusal there too; stock kube-apiserver v1.37.2 behaves as
 	// pinned here (docs/webhooks.md).
 	t.Run("a patch that changes name or namespace", func(t *testing.T) {
 		k := newCase(e.main, "rename")
