@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs, from Debian, the tools the release tests run when they are missing: skopeo (reads
-# the OCI image archive) and systemd (systemd-analyze verifies the unit). `make test-release`
+# the OCI image archive), systemd (systemd-analyze verifies the unit) and prometheus
+# (promtool checks and unit-tests the alerting rules). `make test-release`
 # runs it; it needs root to install (CI has it), and does nothing when both are present.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
 missing=()
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v promtool >/dev/null || missing+=(prometheus)
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi

@@ -15,7 +15,7 @@ func TestSHA256SUMSCoversTheRelease(t *testing.T) {
 	r := loadRelease(t)
 	want := []string{"kube-apiserver-" + r.version + ".oci.tar"}
 	for _, p := range releasePlatforms() {
-		want = append(want, p+"/kube-apiserver")
+		want = append(want, p+"/kube-apiserver", p+"/kube-apiserver.cdx.json")
 	}
 	var got []string
 	for name := range r.sums {

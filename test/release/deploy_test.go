@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,12 +23,11 @@ import (
 	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/images"
-	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
 	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
@@ -37,8 +37,8 @@ const (
 	systemdUnit          = "build/deploy/systemd/kube-apiserver.service"
 	systemdEnvironment   = "build/deploy/systemd/kube-apiserver.env"
 	kubeadmDefaultPlugin = "NodeRestriction"
-	// imageRepository is where docs/release.md loads the image and the static-pod patch
-	// takes it from.
+	// imageRepository is where docs/release.md loads the image when it is imported on a
+	// node rather than pushed to a registry.
 	imageRepository = "localhost/portcullis"
 )
 
@@ -111,7 +111,7 @@ func checkPrerequisitesNamed(t *testing.T, file string, enabled []string) {
 	}
 }
 
-// parseAPIServerFlags parses args with kube-apiserver v1.37.1's own flag set, as the server
+// parseAPIServerFlags parses args with kube-apiserver v1.37.2's own flag set, as the server
 // would, and returns the admission plugins they enable and the admission config file.
 func parseAPIServerFlags(t *testing.T, args []string) (enabled []string, configFile string) {
 	t.Helper()
@@ -167,23 +167,6 @@ func TestReleaseBinaryKnowsThePlugins(t *testing.T) {
 	}
 }
 
-// kubeadmAPIServerPod is the kube-apiserver static pod kubeadm (of the Kubernetes release
-// Portcullis builds on) writes for a default configuration of that release, from kubeadm's
-// own code.
-func kubeadmAPIServerPod(t *testing.T, kubeVersion string) corev1.Pod {
-	t.Helper()
-	cfg, err := configutil.DefaultedStaticInitConfiguration()
-	if err != nil {
-		t.Fatalf("kubeadm's default configuration: %v", err)
-	}
-	cfg.KubernetesVersion = kubeVersion
-	pod, ok := controlplane.GetStaticPodSpecs(&cfg.ClusterConfiguration, &cfg.LocalAPIEndpoint, nil)["kube-apiserver"]
-	if !ok {
-		t.Fatal("kubeadm writes no kube-apiserver static pod")
-	}
-	return pod
-}
-
 func apiServerContainer(t *testing.T, pod corev1.Pod) corev1.Container {
 	t.Helper()
 	for _, c := range pod.Spec.Containers {
@@ -193,90 +176,6 @@ func apiServerContainer(t *testing.T, pod corev1.Pod) corev1.Container {
 	}
 	t.Fatalf("pod %s has no container kube-apiserver", pod.Name)
 	return corev1.Container{}
-}
-
-// TestStaticPodPatch applies the patch the way `kubeadm init --patches` does, with kubeadm's
-// code, to the manifest kubeadm v1.37.1 generates.
-func TestStaticPodPatch(t *testing.T) {
-	version := readVersion(t)
-	kubeVersion, _, _ := strings.Cut(version, "+")
-	stock := kubeadmAPIServerPod(t, kubeVersion)
-	stockContainer := apiServerContainer(t, stock)
-	if want := "registry.k8s.io/kube-apiserver:" + kubeVersion; stockContainer.Image != want {
-		t.Fatalf("kubeadm's pod runs %s, want %s", stockContainer.Image, want)
-	}
-
-	// An operator's --patches directory: the file under its own name.
-	patchDir := t.TempDir()
-	patch, err := os.ReadFile(repoFile(t, staticPodPatch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(patchDir, filepath.Base(staticPodPatch)), patch, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	patched, err := staticpod.PatchStaticPod(stock.DeepCopy(), patchDir, &log)
-	if err != nil {
-		t.Fatalf("kubeadm cannot apply %s: %v\n%s", staticPodPatch, err, log.String())
-	}
-	if !strings.Contains(log.String(), `Applied patch of type "application/strategic-merge-patch+json" to target "kube-apiserver"`) {
-		t.Fatalf("kubeadm did not apply %s as a strategic merge patch to kube-apiserver:\n%s", staticPodPatch, log.String())
-	}
-	c := apiServerContainer(t, *patched)
-
-	// The image kubeadm itself names for our version and repository, so that `kubeadm config
-	// images list` (and `kubeadm config images pull`) agree with the patch.
-	if want := kubeadmAPIServerImage(t, version, imageRepository); c.Image != want {
-		t.Errorf("the patched pod runs %s, want %s: kubeadm config images list --kubernetes-version %s --image-repository %s names that", c.Image, want, version, imageRepository)
-	}
-	if c.ImagePullPolicy != corev1.PullIfNotPresent {
-		t.Errorf("imagePullPolicy %s; the imported localhost/ image needs IfNotPresent", c.ImagePullPolicy)
-	}
-	if !slices.Equal(c.Command, stockContainer.Command) {
-		t.Errorf("the patch changed kubeadm's command:\nstock:   %q\npatched: %q", stockContainer.Command, c.Command)
-	}
-	for _, v := range stock.Spec.Volumes {
-		if !slices.ContainsFunc(patched.Spec.Volumes, func(p corev1.Volume) bool { return p.Name == v.Name }) {
-			t.Errorf("the patch dropped kubeadm's volume %s", v.Name)
-		}
-	}
-
-	// The container runs command followed by args.
-	enabled, configFile := parseAPIServerFlags(t, append(slices.Clone(c.Command[1:]), c.Args...))
-	checkEnabled(t, staticPodPatch, enabled)
-	checkPrerequisitesNamed(t, staticPodPatch, enabled)
-	if configFile == "" {
-		t.Fatalf("%s sets no --admission-control-config-file", staticPodPatch)
-	}
-
-	// The config file must come from the host through a hostPath volume, read-only.
-	var mount *corev1.VolumeMount
-	for i, m := range c.VolumeMounts {
-		if strings.HasPrefix(configFile, strings.TrimSuffix(m.MountPath, "/")+"/") {
-			mount = &c.VolumeMounts[i]
-		}
-	}
-	if mount == nil {
-		t.Fatalf("--admission-control-config-file=%s is under no volume mount of the container", configFile)
-	}
-	if !mount.ReadOnly {
-		t.Errorf("volume mount %s is writable; the server only reads it", mount.Name)
-	}
-	i := slices.IndexFunc(patched.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == mount.Name })
-	if i < 0 || patched.Spec.Volumes[i].HostPath == nil {
-		t.Fatalf("volume %s is not a hostPath volume", mount.Name)
-	}
-	if hp := patched.Spec.Volumes[i].HostPath; hp.Path != mount.MountPath || hp.Type == nil || *hp.Type != corev1.HostPathDirectory {
-		hostPathType := "unset"
-		if hp.Type != nil {
-			hostPathType = string(*hp.Type)
-		}
-		t.Errorf("volume %s mounts host path %s (type %s) at %s; want the same path, type Directory", mount.Name, hp.Path, hostPathType, mount.MountPath)
-	}
-	if want := "/etc/kubernetes/portcullis/" + filepath.Base(staticPodAdmission); configFile != want {
-		t.Errorf("--admission-control-config-file=%s; the documented place for %s is %s", configFile, staticPodAdmission, want)
-	}
 }
 
 // TestAdmissionConfig reads the example admission configuration the way kube-apiserver does.
@@ -297,6 +196,30 @@ func TestAdmissionConfig(t *testing.T) {
 		if (p.ExampleConfig != "") != (cfg != nil) {
 			t.Errorf("%s: %s takes configuration: %t; the file configures it: %t", staticPodAdmission, p.Name, p.ExampleConfig != "", cfg != nil)
 		}
+	}
+
+	// Day one changes no verdict: every plugin of ours that refuses ordinary workloads is in
+	// Warn+Audit, and no other plugin has a mode (the guard has its checks' own levels).
+	portcullis, err := portcullisconfig.Load(path)
+	if err != nil {
+		t.Fatalf("Portcullis would reject %s: %v", staticPodAdmission, err)
+	}
+	got := map[string]string{}
+	for _, m := range portcullis.EnforcementModes {
+		var modes []string
+		for _, mode := range m.Modes {
+			modes = append(modes, string(mode))
+		}
+		got[m.Name] = strings.Join(modes, "+")
+	}
+	want := map[string]string{}
+	for _, p := range portcullisadmission.Plugins() {
+		if p.RefusesWorkloads {
+			want[p.Name] = strings.Join(portcullisadmission.DayOneModes, "+")
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("%s sets the enforcement modes %v, want %v: on day one the plugins that refuse ordinary workloads warn and audit", staticPodAdmission, got, want)
 	}
 }
 
@@ -439,8 +362,16 @@ func TestSystemdUnitSettings(t *testing.T) {
 	if len(words) < 2 || words[0] != "/usr/bin/env" || words[1] != "${KUBE_APISERVER_BINARY}" {
 		t.Fatalf("ExecStart starts %q, want /usr/bin/env ${KUBE_APISERVER_BINARY}", words[:min(2, len(words))])
 	}
-	if env["KUBE_APISERVER_BINARY"] != "/usr/local/bin/kube-apiserver" {
-		t.Errorf("KUBE_APISERVER_BINARY=%s, want /usr/local/bin/kube-apiserver, where the image has it too", env["KUBE_APISERVER_BINARY"])
+	// A directory of the release's own: installing never overwrites the stock binary (kept at
+	// /usr/local/bin/kube-apiserver for a rollback) or an earlier release.
+	if want := "/usr/local/lib/portcullis/" + readVersion(t) + "/kube-apiserver"; env["KUBE_APISERVER_BINARY"] != want {
+		t.Errorf("KUBE_APISERVER_BINARY=%s, want %s", env["KUBE_APISERVER_BINARY"], want)
+	}
+	// Every flag's value is in the environment file: the unit hard-codes none.
+	for _, word := range words[2:] {
+		if strings.HasPrefix(word, "--") && !unitVariable.MatchString(word) {
+			t.Errorf("ExecStart hard-codes %s; give it a setting in %s", word, systemdEnvironment)
+		}
 	}
 	// A setting named FOO_BAR feeds --foo-bar, so the env file reads as the flags it sets.
 	for _, word := range words[2:] {
@@ -466,7 +397,7 @@ func TestSystemdUnitSettings(t *testing.T) {
 	}
 }
 
-// notifyTypeFromSource is the service type kube-apiserver v1.37.1's source calls for: notify
+// notifyTypeFromSource is the service type kube-apiserver v1.37.2's source calls for: notify
 // when the generic API server sends READY=1 through sd_notify, simple otherwise.
 func notifyTypeFromSource(t *testing.T) string {
 	t.Helper()

@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
 // The OCI image spec's media types and annotations the release uses.
@@ -266,6 +269,22 @@ func TestImageIndexPlatforms(t *testing.T) {
 	if !slices.Equal(got, releasePlatforms()) {
 		t.Errorf("%s: the image index holds platforms %q, want %q", a.path, got, releasePlatforms())
 	}
+
+	// Where the image comes from and under which licence, as registries and scanners read it.
+	head, err := exec.Command("git", "-C", framework.RepoRoot(t), "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	for key, want := range map[string]string{
+		"org.opencontainers.image.version":  r.version,
+		"org.opencontainers.image.source":   "https://github.com/portcullis-k8s/portcullis",
+		"org.opencontainers.image.revision": strings.TrimSpace(string(head)),
+		"org.opencontainers.image.licenses": "Apache-2.0",
+	} {
+		if got := idx.Annotations[key]; got != want {
+			t.Errorf("%s: the image index's %s is %q, want %q", a.path, key, got, want)
+		}
+	}
 }
 
 func TestImageConfig(t *testing.T) {
@@ -421,9 +440,22 @@ func TestImageFilesystem(t *testing.T) {
 			checkOwnerMode("/tmp", 0, 0o1777)
 			checkOwnerMode("/home/nonroot", 65532, 0o700)
 
+			// Apache-2.0 (section 4) asks a redistribution to carry the licence and the notices.
+			for _, name := range []string{"LICENSE", "NOTICE"} {
+				path := "/usr/share/doc/portcullis/" + name
+				want, err := os.ReadFile(repoFile(t, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(file(path).data, want) {
+					t.Errorf("%s differs from the repository's %s", path, name)
+				}
+				checkOwnerMode(path, 0, 0o644)
+			}
+
 			var unexpected []string
 			for path, f := range files {
-				if f.header.Typeflag == tar.TypeReg && !slices.Contains([]string{"/usr/local/bin/kube-apiserver", "/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt"}, path) {
+				if f.header.Typeflag == tar.TypeReg && !slices.Contains([]string{"/usr/local/bin/kube-apiserver", "/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt", "/usr/share/doc/portcullis/LICENSE", "/usr/share/doc/portcullis/NOTICE"}, path) {
 					unexpected = append(unexpected, path)
 				}
 			}

@@ -131,11 +131,7 @@ func sha256Hex(b []byte) string {
 
 func sha256File(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256Hex(b)
+	return sha256Hex([]byte(mustRead(t, path)))
 }
 
 // hostPlatform is the release platform this machine can run, for tests that execute the binary.
