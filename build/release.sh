@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release into DIR:
 #   DIR/<os>/<arch>/kube-apiserver            static (CGO_ENABLED=0), -trimpath, version-stamped
+#   DIR/<os>/<arch>/kube-apiserver.cdx.json   its SBOM: the modules it links, with licences (CycloneDX)
 #   DIR/kube-apiserver-<version>.oci.tar      OCI image layout: one image per platform, one index
 #   DIR/SHA256SUMS                            sha256sum -c format, over all of the above
 # With --binaries-only, just the binaries. Every byte follows from the commit and
@@ -49,11 +50,22 @@ for platform in "$@"; do
     "${GO}" build -trimpath -buildvcs=false -ldflags "${ldflags}" -o "${out}" ./cmd/kube-apiserver
   artifacts+=("${platform}/kube-apiserver")
   image_args+=(-binary "${platform}=${out}")
+  if [[ ${binaries_only} == false ]]; then
+    # The SBOM, by CycloneDX's own generator (pinned in build/image/go.mod as a tool): the
+    # modules the main package links for this platform, at the versions go.mod selects, with
+    # licences detected in the module cache. No serial number or timestamp, so that it is
+    # reproducible like every other artifact.
+    echo "writing ${out}.cdx.json"
+    GOOS=${platform%/*} GOARCH=${platform#*/} "${GO}" -C build/image tool cyclonedx-gomod app \
+      -json -licenses -noserial -notimestamp -main cmd/kube-apiserver -output "${out}.cdx.json" "${PORTCULLIS_ROOT}"
+    artifacts+=("${platform}/kube-apiserver.cdx.json")
+  fi
 done
 
 if [[ ${binaries_only} == false ]]; then
   image="kube-apiserver-${version}.oci.tar"
   "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \
+    -revision "$(git rev-parse HEAD)" -license "${PORTCULLIS_ROOT}/LICENSE" -notice "${PORTCULLIS_ROOT}/NOTICE" \
     "${image_args[@]}" -o "${dir}/${image}"
   artifacts+=("${image}")
 fi

@@ -18,10 +18,18 @@ import (
 
 // Annotations of the OCI image spec.
 const (
-	annotationRefName = "org.opencontainers.image.ref.name"
-	annotationVersion = "org.opencontainers.image.version"
-	annotationCreated = "org.opencontainers.image.created"
+	annotationRefName  = "org.opencontainers.image.ref.name"
+	annotationVersion  = "org.opencontainers.image.version"
+	annotationCreated  = "org.opencontainers.image.created"
+	annotationSource   = "org.opencontainers.image.source"
+	annotationRevision = "org.opencontainers.image.revision"
+	annotationLicenses = "org.opencontainers.image.licenses"
 )
+
+// imageLicenses is the SPDX expression of the image's licence: Portcullis's and the
+// Kubernetes code it builds on are Apache-2.0; the other modules' licences are in the
+// release's SBOM and the NOTICE file.
+const imageLicenses = "Apache-2.0"
 
 // writeImageArchive builds the image index for opts.binaries and writes it to opts.output
 // as an OCI image layout in a tar, replacing the file only once it is complete.
@@ -69,7 +77,15 @@ func writeImageArchive(opts options) error {
 // buildIndex makes one image per binary and lists them, with their platforms, in an OCI
 // image index.
 func buildIndex(opts options) (v1.ImageIndex, error) {
-	base, err := gzipLayer(baseEntries(), opts.epoch)
+	license, err := os.ReadFile(opts.license)
+	if err != nil {
+		return nil, err
+	}
+	notice, err := os.ReadFile(opts.notice)
+	if err != nil {
+		return nil, err
+	}
+	base, err := gzipLayer(baseEntries(license, notice), opts.epoch)
 	if err != nil {
 		return nil, fmt.Errorf("base layer: %w", err)
 	}
@@ -97,8 +113,11 @@ func buildIndex(opts options) (v1.ImageIndex, error) {
 		})
 	}
 	annotated, ok := mutate.Annotations(index, map[string]string{
-		annotationVersion: opts.version,
-		annotationCreated: opts.epoch.Format(time.RFC3339),
+		annotationVersion:  opts.version,
+		annotationCreated:  opts.epoch.Format(time.RFC3339),
+		annotationSource:   opts.source,
+		annotationRevision: opts.revision,
+		annotationLicenses: imageLicenses,
 	}).(v1.ImageIndex)
 	if !ok {
 		return nil, fmt.Errorf("annotating the image index: go-containerregistry returned no image index")

@@ -31,7 +31,13 @@ func writeFakeRelease(t *testing.T, dir, out string) options {
 		}
 		binaries = append(binaries, platformBinary{platform: v1.Platform{OS: "linux", Architecture: arch}, path: path})
 	}
-	args := []string{"-version", "v1.37.1+portcullis.1", "-o", out}
+	license, notice := filepath.Join(dir, "LICENSE"), filepath.Join(dir, "NOTICE")
+	for path, text := range map[string]string{license: "the licence\n", notice: "the notice\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"-version", "v1.37.1+portcullis.1", "-o", out, "-revision", "0123456789abcdef0123456789abcdef01234567", "-license", license, "-notice", notice}
 	for _, b := range binaries {
 		args = append(args, "-binary", b.name()+"="+b.path)
 	}
@@ -95,7 +101,8 @@ func TestWriteImageArchiveLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantAnnotations := map[string]string{annotationVersion: "v1.37.1+portcullis.1", annotationCreated: "2025-11-21T19:40:00Z"}
+	wantAnnotations := map[string]string{annotationVersion: "v1.37.1+portcullis.1", annotationCreated: "2025-11-21T19:40:00Z",
+		annotationSource: "https://github.com/portcullis-k8s/portcullis", annotationRevision: "0123456789abcdef0123456789abcdef01234567", annotationLicenses: "Apache-2.0"}
 	if diff := cmp.Diff(wantAnnotations, manifest.Annotations); diff != "" {
 		t.Errorf("image index annotations (-want +got):\n%s", diff)
 	}

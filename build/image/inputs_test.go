@@ -109,17 +109,17 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{
 			name:     "binaries sorted by platform, epoch from the environment",
-			args:     []string{"-version", "v1.37.1+portcullis.1", "-binary", "linux/arm64=b", "-binary", "linux/amd64=a", "-o", "x.tar"},
+			args:     []string{"-revision", "0123456789abcdef0123456789abcdef01234567", "-license", "L", "-notice", "N", "-version", "v1.37.1+portcullis.1", "-binary", "linux/arm64=b", "-binary", "linux/amd64=a", "-o", "x.tar"},
 			envEpoch: "10",
 			want: options{version: "v1.37.1+portcullis.1", tag: "v1.37.1_portcullis.1", epoch: time.Unix(10, 0).UTC(),
-				binaries: []platformBinary{amd64, arm64}, output: "x.tar"},
+				binaries: []platformBinary{amd64, arm64}, output: "x.tar", revision: "0123456789abcdef0123456789abcdef01234567", source: defaultSource, license: "L", notice: "N"},
 		},
 		{
 			name:     "the flag overrides the environment",
-			args:     []string{"-version", "v1.37.1+portcullis.1", "-source-date-epoch", "20", "-binary", "linux/amd64=a", "-o", "x.tar"},
+			args:     []string{"-revision", "0123456789abcdef0123456789abcdef01234567", "-license", "L", "-notice", "N", "-version", "v1.37.1+portcullis.1", "-source-date-epoch", "20", "-binary", "linux/amd64=a", "-o", "x.tar"},
 			envEpoch: "10",
 			want: options{version: "v1.37.1+portcullis.1", tag: "v1.37.1_portcullis.1", epoch: time.Unix(20, 0).UTC(),
-				binaries: []platformBinary{amd64}, output: "x.tar"},
+				binaries: []platformBinary{amd64}, output: "x.tar", revision: "0123456789abcdef0123456789abcdef01234567", source: defaultSource, license: "L", notice: "N"},
 		},
 		{
 			name:    "no epoch anywhere",
@@ -128,13 +128,13 @@ func TestParseArgs(t *testing.T) {
 		},
 		{
 			name:     "a platform twice",
-			args:     []string{"-version", "v1", "-binary", "linux/amd64=a", "-binary", "linux/amd64=b", "-o", "x.tar"},
+			args:     []string{"-revision", "0123456789abcdef0123456789abcdef01234567", "-license", "L", "-notice", "N", "-version", "v1", "-binary", "linux/amd64=a", "-binary", "linux/amd64=b", "-o", "x.tar"},
 			envEpoch: "10",
 			wantErr:  "-binary linux/amd64 is given twice",
 		},
 		{
 			name:     "no binary",
-			args:     []string{"-version", "v1", "-o", "x.tar"},
+			args:     []string{"-revision", "0123456789abcdef0123456789abcdef01234567", "-license", "L", "-notice", "N", "-version", "v1", "-o", "x.tar"},
 			envEpoch: "10",
 			wantErr:  "no -binary given",
 		},
@@ -149,6 +149,24 @@ func TestParseArgs(t *testing.T) {
 			args:     []string{"-binary", "linux/amd64=a", "-o", "x.tar"},
 			envEpoch: "10",
 			wantErr:  "-version is required",
+		},
+		{
+			name:     "no revision",
+			args:     []string{"-version", "v1", "-binary", "linux/amd64=a", "-o", "x.tar", "-license", "L", "-notice", "N"},
+			envEpoch: "10",
+			wantErr:  `-revision "": want the commit's full hash`,
+		},
+		{
+			name:     "a short revision",
+			args:     []string{"-version", "v1", "-binary", "linux/amd64=a", "-o", "x.tar", "-revision", "0123abc", "-license", "L", "-notice", "N"},
+			envEpoch: "10",
+			wantErr:  `-revision "0123abc"`,
+		},
+		{
+			name:     "no notice",
+			args:     []string{"-version", "v1", "-binary", "linux/amd64=a", "-o", "x.tar", "-revision", "0123456789abcdef0123456789abcdef01234567", "-license", "L"},
+			envEpoch: "10",
+			wantErr:  "-license and -notice are required",
 		},
 		{
 			name:     "a stray argument",

@@ -7,6 +7,7 @@
 // versions of the modules linked into kube-apiserver itself.
 //
 //	go run . -version v1.37.1+portcullis.1 -source-date-epoch 1700000000 \
+//	    -revision "$(git rev-parse HEAD)" -license ../../LICENSE -notice ../../NOTICE \
 //	    -binary linux/amd64=../../_output/release/linux/amd64/kube-apiserver \
 //	    -binary linux/arm64=../../_output/release/linux/arm64/kube-apiserver \
 //	    -o ../../_output/release/kube-apiserver-v1.37.1+portcullis.1.oci.tar
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -45,7 +47,17 @@ type options struct {
 	epoch    time.Time
 	binaries []platformBinary // sorted by platform
 	output   string
+	// revision is the commit the release is built from; source the repository's URL.
+	revision, source string
+	// license and notice are the paths of the LICENSE and NOTICE files the image carries.
+	license, notice string
 }
+
+// defaultSource is the repository the release is built from.
+const defaultSource = "https://github.com/portcullis-k8s/portcullis"
+
+// revisionPattern is a full git commit hash.
+var revisionPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // binaryFlags collects repeated -binary os/arch=path flags.
 type binaryFlags []platformBinary
@@ -71,6 +83,10 @@ func parseArgs(args []string, envEpoch string, usage io.Writer) (options, error)
 	epoch := fs.String("source-date-epoch", envEpoch, "seconds since the Unix epoch for every timestamp in the image (default $SOURCE_DATE_EPOCH)")
 	output := fs.String("o", "", "the OCI image layout tar to write")
 	fs.Var(&binaries, "binary", "os/arch=path of a static kube-apiserver; repeat once per platform")
+	revision := fs.String("revision", "", "the commit the release is built from (40 hex digits): the image's org.opencontainers.image.revision")
+	source := fs.String("source", defaultSource, "the repository the release is built from: the image's org.opencontainers.image.source")
+	license := fs.String("license", "", "the LICENSE file the image carries under /usr/share/doc/portcullis")
+	notice := fs.String("notice", "", "the NOTICE file the image carries under /usr/share/doc/portcullis")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -91,6 +107,14 @@ func parseArgs(args []string, envEpoch string, usage io.Writer) (options, error)
 		return options{}, errors.New("-o is required: the path of the OCI image tar to write")
 	}
 	opts.output = *output
+	if !revisionPattern.MatchString(*revision) {
+		return options{}, fmt.Errorf("-revision %q: want the commit's full hash, 40 hex digits (git rev-parse HEAD)", *revision)
+	}
+	opts.revision, opts.source = *revision, *source
+	if *license == "" || *notice == "" {
+		return options{}, errors.New("-license and -notice are required: the image carries both (Apache-2.0, section 4)")
+	}
+	opts.license, opts.notice = *license, *notice
 	if len(binaries) == 0 {
 		return options{}, errors.New("no -binary given: pass -binary os/arch=path once per platform")
 	}

@@ -67,10 +67,16 @@ func groupFile(accounts []account) []byte {
 	return []byte(b.String())
 }
 
+// docDirectory holds the licence and notice the image redistributes Apache-2.0 code under.
+const docDirectory = "usr/share/doc/portcullis"
+
 // baseEntries is the layer every platform shares: accounts, CA certificates, home
-// directories and a world-writable /tmp (Go's os.TempDir), as in distroless.
-func baseEntries() []entry {
+// directories and a world-writable /tmp (Go's os.TempDir), as in distroless, and the
+// release's LICENSE and NOTICE.
+func baseEntries(license, notice []byte) []entry {
 	return []entry{
+		{name: docDirectory + "/LICENSE", mode: 0o644, data: license},
+		{name: docDirectory + "/NOTICE", mode: 0o644, data: notice},
 		{name: "etc/passwd", mode: 0o644, data: passwdFile(accounts)},
 		{name: "etc/group", mode: 0o644, data: groupFile(accounts)},
 		{name: strings.TrimPrefix(caBundle, "/"), mode: 0o644, data: caCertificates},
