@@ -3,7 +3,7 @@
 # upstream's release builds stamp theirs: k8s.io/component-base/version (what --version and
 # GET /version report) and k8s.io/client-go/pkg/version (the loopback client's user agent).
 #
-# gitVersion comes from VERSION (v1.37.1+portcullis.N) and must agree with the Kubernetes
+# gitVersion comes from VERSION (v1.37.2+portcullis.N) and must agree with the Kubernetes
 # version go.mod requires. buildDate honours SOURCE_DATE_EPOCH for reproducible builds.
 source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"

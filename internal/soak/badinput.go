@@ -154,7 +154,7 @@ type resource struct {
 
 // BadInputs returns the table of malformed requests for namespace, which must exist with
 // PrepareBadInputs' objects in it. Each must get a clear 4xx, never a 5xx, but for the few
-// that upstream's own code (stock's too, Kubernetes 1.37.1) answers 5xx or panics on:
+// that upstream's own code (stock's too, Kubernetes 1.37.2) answers 5xx or panics on:
 // an update or a watch with a resourceVersion that is not a number, an apply patch with a
 // string where a map belongs, a strategic merge patch with a $setElementOrder that is not a
 // list, protobuf sent to a custom resource (apiextensions-apiserver panics), and an object
