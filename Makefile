@@ -26,6 +26,15 @@ STAGING_API          = staging/src/github.com/portcullis-k8s/api
 # with cmd/kube-apiserver/default.pgo: go build's default -pgo=auto takes a main package's
 # default.pgo. make pgo-profile regenerates it from the documented workload (docs/pgo.md).
 PGO_PROFILE := cmd/kube-apiserver/default.pgo
+PGO_FLAG    := -pgo=$(abspath $(PGO_PROFILE))
+
+# The binaries the integration suites run besides ours (stock, kube-controller-manager, etcd,
+# local-up) and the integration and release suites compile with our binary's profile too, as
+# the unit tests do: one compiled form of Kubernetes's packages serves them all, where
+# compiling them without it would compile Kubernetes a second time on a cold cache. A profile
+# changes how fast code runs, never what it does: stock's binary is still stock's. make bench
+# builds stock without one (BUILD_PGO empty), like upstream's release.
+BUILD_PGO ?=
 
 .PHONY: help
 help: ## list the targets
@@ -61,33 +70,34 @@ test-release: ## release tests: amd64 release rebuilt byte-identical, image buil
 	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(GO) -C build/image test ./...
-	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -count=1 ./test/release/
+	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test $(PGO_FLAG) -count=1 ./test/release/
 
 .PHONY: etcd
 etcd: ## build etcd at the version Kubernetes pins into _output/bin
 	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
+	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
 
 .PHONY: stock
 stock: ## build stock kube-apiserver from the same module graph (the drop-in yardstick)
 	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
 
 .PHONY: kube-controller-manager
 kube-controller-manager: ## build kube-controller-manager from the same module graph (for make run)
 	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 
 .PHONY: local-up
 local-up:
 	@mkdir -p $(BIN_DIR)
-	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
+	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/local-up ./hack/local-up
 
 .PHONY: run
 run: build etcd kube-controller-manager local-up ## a local control plane on 127.0.0.1 until Ctrl-C (RUN_DIR, API_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT)
 	@PORTCULLIS_BIN_DIR=$(BIN_DIR) exec $(BIN_DIR)/local-up
 
 .PHONY: build-test-binaries
+build-test-binaries: BUILD_PGO = $(PGO_FLAG)
 build-test-binaries: build etcd stock kube-controller-manager local-up ## everything the integration suites run
 
 .PHONY: test
@@ -106,7 +116,7 @@ MODULE        = github.com/portcullis-k8s/portcullis
 
 .PHONY: test-unit
 test-unit: ## unit tests, then those of the concurrent packages under the race detector (needs a C compiler)
-	$(GO) test -pgo=$(abspath $(PGO_PROFILE)) $(UNIT_PACKAGES)
+	$(GO) test $(PGO_FLAG) $(UNIT_PACKAGES)
 	CGO_ENABLED=1 $(GO) test -race $(RACE_PACKAGES)
 
 # Each Go fuzz target (func FuzzXxx beside the unit tests) fuzzes for FUZZTIME; a crasher
@@ -124,7 +134,7 @@ test-fuzz: ## Go fuzz targets but the soak-only ones, each for FUZZTIME (10s); F
 
 .PHONY: test-integration
 test-integration: build-test-binaries ## integration tests: real etcd, real servers
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
 .PHONY: bench
 bench: build etcd stock ## ours vs stock kube-apiserver, a CEL policy and webhooks, side by side; rewrites docs/benchmarks.md

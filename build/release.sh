@@ -38,6 +38,14 @@ rm -rf "${dir}/linux" "${dir}/SHA256SUMS" "${dir}"/kube-apiserver-*.oci.tar
 
 artifacts=()
 image_args=()
+if [[ ${binaries_only} == false ]]; then
+  # The SBOM generator runs on this machine whatever the target platform: built once for the
+  # host (go tool would build it for GOOS/GOARCH, the target's, and fail to run it).
+  sbom_tool_dir=$(mktemp -d)
+  trap 'rm -rf "${sbom_tool_dir}"' EXIT
+  sbom_tool="${sbom_tool_dir}/cyclonedx-gomod"
+  env -u GOOS -u GOARCH "${GO}" -C build/image build -o "${sbom_tool}" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+fi
 for platform in "$@"; do
   if [[ ! ${platform} =~ ^linux/(amd64|arm64)$ ]]; then
     echo "platform ${platform}: the release builds linux/amd64 and linux/arm64" >&2
@@ -56,7 +64,7 @@ for platform in "$@"; do
     # licences detected in the module cache. No serial number or timestamp, so that it is
     # reproducible like every other artifact.
     echo "writing ${out}.cdx.json"
-    GOOS=${platform%/*} GOARCH=${platform#*/} "${GO}" -C build/image tool cyclonedx-gomod app \
+    GOOS=${platform%/*} GOARCH=${platform#*/} "${sbom_tool}" app \
       -json -licenses -noserial -notimestamp -main cmd/kube-apiserver -output "${out}.cdx.json" "${PORTCULLIS_ROOT}"
     artifacts+=("${platform}/kube-apiserver.cdx.json")
   fi

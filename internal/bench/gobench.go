@@ -106,7 +106,9 @@ func runPluginBenchmarks(ctx context.Context, env *environment, opts PluginOptio
 	slices.Sort(packages)
 	// GOMAXPROCS is pinned so the suffix go test appends to names is known.
 	procs := runtime.NumCPU()
-	args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchmem",
+	// Compiled with the binary's PGO profile, as the plugins run in the shipped binary (and as
+	// the unit tests compile them, so the build is shared).
+	args := append([]string{"test", "-pgo=cmd/kube-apiserver/default.pgo", "-run", "^$", "-bench", ".", "-benchmem",
 		"-count", strconv.Itoa(opts.Count), "-benchtime", opts.BenchTime, "-cpu", strconv.Itoa(procs)}, packages...)
 	cmd := exec.CommandContext(ctx, env.goTool, args...)
 	cmd.Dir = env.repoRoot

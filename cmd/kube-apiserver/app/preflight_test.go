@@ -537,6 +537,36 @@ func TestPreflightExitCodes(t *testing.T) {
 	}
 }
 
+// TestPreflightUsageExitCode: preflight that cannot run exits 2, whatever the reason, and
+// never with the codes of a verdict.
+func TestPreflightUsageExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{name: "a flag preflight does not know", args: []string{"preflight", "--no-such-flag"}},
+		{name: "flags that do not go together", args: []string{"preflight", "--manifest", "a.yaml", "--systemd-unit", "b.service"}},
+		{name: "an unreadable manifest", args: []string{"preflight", "--manifest", filepath.Join(t.TempDir(), "missing.yaml")}},
+		{name: "an unknown output format", args: []string{"preflight", "-o", "yaml", "--", "--v=2"}},
+		{name: "nothing to check", args: []string{"preflight"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var code int
+			cmd, err := NewAPIServerCommand(WithExitCode(context.Background(), &code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			cmd.SetOut(&out)
+			cmd.SetErr(&out)
+			cmd.SetArgs(tc.args)
+			if err := cmd.Execute(); err == nil || code != ExitUsage {
+				t.Errorf("preflight %q: error %v, exit code %d; want an error and exit code %d\n%s", tc.args, err, code, ExitUsage, out.String())
+			}
+		})
+	}
+}
+
 // TestPreflightRepeatedFlags: a single-valued flag given twice keeps only its last value,
 // silently, so preflight reports it; flags whose values add up (--runtime-config, lists)
 // are not reported.

@@ -154,23 +154,46 @@ func TestVersion(t *testing.T) {
 }
 
 // TestBuiltWithThePGOProfile: the binary every suite starts is make build's, and make build
-// compiles it with cmd/kube-apiserver/default.pgo (docs/pgo.md); stock, the yardstick, without.
+// compiles it with cmd/kube-apiserver/default.pgo (docs/pgo.md). The stock binary the suites
+// compare against shares the profile (one compiled form of Kubernetes for make test) but is
+// stock's main package from the same Kubernetes module.
 func TestBuiltWithThePGOProfile(t *testing.T) {
 	bins := framework.FindBinaries(t)
-	for _, tc := range []struct{ binary, want string }{{bins.APIServer, "default.pgo"}, {bins.StockAPIServer, ""}} {
-		info, err := buildinfo.ReadFile(tc.binary)
+	read := func(binary string) (*buildinfo.BuildInfo, string) {
+		t.Helper()
+		info, err := buildinfo.ReadFile(binary)
 		if err != nil {
-			t.Fatalf("reading the build information of %s: %v", tc.binary, err)
+			t.Fatalf("reading the build information of %s: %v", binary, err)
 		}
-		got := ""
+		pgo := ""
 		for _, s := range info.Settings {
 			if s.Key == "-pgo" {
-				got = s.Value
+				pgo = s.Value
 			}
 		}
-		if got != tc.want {
-			t.Errorf("%s: built with -pgo=%q, want %q", tc.binary, got, tc.want)
+		return info, pgo
+	}
+	ours, oursPGO := read(bins.APIServer)
+	if oursPGO != "default.pgo" {
+		t.Errorf("%s: built with -pgo=%q, want %q", bins.APIServer, oursPGO, "default.pgo")
+	}
+	stock, _ := read(bins.StockAPIServer)
+	if stock.Path != "k8s.io/kubernetes/cmd/kube-apiserver" {
+		t.Errorf("%s: main package %q, want stock's k8s.io/kubernetes/cmd/kube-apiserver", bins.StockAPIServer, stock.Path)
+	}
+	kubernetesVersion := func(info *buildinfo.BuildInfo) string {
+		for _, d := range info.Deps {
+			if d.Path == "k8s.io/kubernetes" {
+				return d.Version
+			}
 		}
+		if info.Main.Path == "k8s.io/kubernetes" {
+			return info.Main.Version
+		}
+		return ""
+	}
+	if o, s := kubernetesVersion(ours), kubernetesVersion(stock); o == "" || o != s {
+		t.Errorf("k8s.io/kubernetes: ours links %q, stock %q; want one version", o, s)
 	}
 	if _, err := os.Stat(filepath.Join(framework.RepoRoot(t), "cmd", "kube-apiserver", "default.pgo")); err != nil {
 		t.Errorf("the committed profile: %v", err)
