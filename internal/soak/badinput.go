@@ -431,8 +431,9 @@ func ourValidationCases(namespace string) []BadInput {
 			}), "", 422),
 		c("podsecuritypolicies: a volume type that does not exist", "PodSecurityPolicy", http.MethodPost, policies, contentJSON,
 			policy(func(s map[string]any) { s["volumes"] = []any{"floppyDisk"} }), "", 422),
-		c("podsecuritypolicies: a host port range of min above max", "PodSecurityPolicy", http.MethodPost, policies, contentJSON,
-			policy(func(s map[string]any) { s["hostPorts"] = []any{map[string]any{"min": 9000, "max": 80}} }), "", 422),
+		// (A host port range of min above max is accepted, as 1.24 accepted it, with a warning.)
+		c("podsecuritypolicies: required drops beside every capability allowed", "PodSecurityPolicy", http.MethodPost, policies, contentJSON,
+			policy(func(s map[string]any) { s["requiredDropCapabilities"] = []any{"NET_RAW"} }), "", 422),
 		c("podsecuritypolicies: a runAsUser rule that does not exist", "PodSecurityPolicy", http.MethodPost, policies, contentJSON,
 			policy(func(s map[string]any) { s["runAsUser"] = map[string]any{"rule": "Whoever"} }), "", 422),
 	}

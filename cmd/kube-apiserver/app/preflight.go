@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -86,6 +87,13 @@ lists, nothing written) and reports what the WebhookConfigurationGuard plugin wo
 the levels of the command line's admission configuration (Warn when it has none); a finding
 at Deny level is a problem. --webhooks alone checks only the webhooks.
 
+With --podsecuritypolicy --kubeconfig FILE it reads the cluster's PodSecurityPolicies, pod
+templates (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs) and pods
+(lists and SubjectAccessReviews, nothing written) and judges each as the PodSecurityPolicy
+plugin would once enabled: a template's new pods as created by its controller and service
+account, an existing pod's next update. It lists what would be refused and why, and which
+policy would admit the rest with which defaults; refusals are warnings.
+
 -o json prints the report as one JSON object (docs/operating.md describes its fields).
 
 Exit codes: 0 the swap is safe and a rollback would work; 1 the swap is not safe (every
@@ -94,7 +102,7 @@ be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
 func newPreflightCommand() *cobra.Command {
 	var manifest, runningManifest, unit, environmentFile, kubeconfig, patches, kubernetesVersion, output string
-	var webhooks bool
+	var webhooks, podSecurityPolicy bool
 	cmd := &cobra.Command{
 		Use:          "preflight",
 		Short:        "Check that this binary accepts a node's kube-apiserver command line",
@@ -125,8 +133,8 @@ func newPreflightCommand() *cobra.Command {
 				return usage(errors.New("--running-manifest goes with --manifest"))
 			case kubernetesVersion != "" && patches == "":
 				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches"))
-			case webhooks != (kubeconfig != ""):
-				return usage(errors.New("--webhooks and --kubeconfig go together"))
+			case (webhooks || podSecurityPolicy) != (kubeconfig != ""):
+				return usage(errors.New("--kubeconfig goes with --webhooks or --podsecuritypolicy, and they need it"))
 			case (manifest != "" || unit != "") && len(args) > 0:
 				return usage(fmt.Errorf("flags after -- are not taken with --manifest or --systemd-unit: %q", args))
 			case manifest != "":
@@ -144,8 +152,8 @@ func newPreflightCommand() *cobra.Command {
 			case dash == 0:
 				source = "the command line after --"
 				argv = args
-			case webhooks || patches != "":
-				// The webhooks or the kubeadm patches alone.
+			case webhooks || podSecurityPolicy || patches != "":
+				// The cluster's webhooks or pods, or the kubeadm patches, alone.
 			default:
 				return usage(errors.New("give --manifest FILE, --systemd-unit FILE, --kubeadm-patches DIR, or the server's flags after --"))
 			}
@@ -182,6 +190,13 @@ func newPreflightCommand() *cobra.Command {
 					return usage(err)
 				}
 				report.addWebhookFindings(summary, findings)
+			}
+			if podSecurityPolicy {
+				found, err := podSecurityPolicyFindings(cmd.Context(), kubeconfig)
+				if err != nil {
+					return usage(err)
+				}
+				report.addPodSecurityPolicyReport(found)
 			}
 			report.decide()
 			if output == "json" {
@@ -221,7 +236,8 @@ func newPreflightCommand() *cobra.Command {
 	cmd.Flags().StringVar(&patches, "kubeadm-patches", "", "a kubeadm --patches directory whose kube-apiserver image to check against this release and --kubernetes-version")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks: the kubeconfig to read the cluster's webhook configurations through")
+	cmd.Flags().BoolVar(&podSecurityPolicy, "podsecuritypolicy", false, "also judge the cluster's pod templates and pods as PodSecurityPolicy would once enabled (needs --kubeconfig)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks or --podsecuritypolicy: the kubeconfig to read the cluster through (lists and access reviews; nothing is written)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "the report's format: text or json")
 	return cmd
 }
@@ -264,6 +280,8 @@ type PreflightReport struct {
 	// WebhookSummary and WebhookFindings are what --webhooks found.
 	WebhookSummary  string                              `json:"webhookSummary,omitempty"`
 	WebhookFindings []webhookconfigurationguard.Finding `json:"webhookFindings,omitempty"`
+	// PodSecurityPolicy is what --podsecuritypolicy found.
+	PodSecurityPolicy *PodSecurityPolicyReport `json:"podSecurityPolicy,omitempty"`
 
 	// namedFiles are the files the flags name, by flag, for the static pod's mounts and the
 	// unit's sandbox; writtenPaths those the server writes.
@@ -292,6 +310,18 @@ func (r *PreflightReport) addWebhookFindings(summary string, findings []webhookc
 		if f.Deny {
 			r.problem("the WebhookConfigurationGuard would refuse this configuration (a check at Deny level): %s", f.Message)
 		}
+	}
+}
+
+// addPodSecurityPolicyReport adds what --podsecuritypolicy found; what would be refused is a
+// warning: it is for the operator to settle before enabling the plugin in Deny mode.
+func (r *PreflightReport) addPodSecurityPolicyReport(found *PodSecurityPolicyReport) {
+	r.PodSecurityPolicy = found
+	if n := found.Refused(); n > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d pod template(s) and pod(s) would be refused once PodSecurityPolicy enforces (listed above): grant a policy that admits them, or run the plugin in enforcement mode Warn or Audit first", n))
+	}
+	for _, name := range slices.Sorted(maps.Keys(found.UnusablePolicies)) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("PodSecurityPolicy %s admits nothing: %s", name, found.UnusablePolicies[name]))
 	}
 }
 
@@ -861,6 +891,10 @@ func (r *PreflightReport) Print(w io.Writer) {
 	}
 	if r.WebhookSummary != "" {
 		printWebhookFindings(w, r.WebhookSummary, r.WebhookFindings)
+		fmt.Fprintln(w)
+	}
+	if r.PodSecurityPolicy != nil {
+		printPodSecurityPolicyReport(w, r.PodSecurityPolicy)
 		fmt.Fprintln(w)
 	}
 	for _, warning := range r.Warnings {

@@ -141,11 +141,23 @@ func (d *Decorator) Decorate(handler admission.Interface, name string) admission
 		d.mu.Unlock()
 		return handler
 	}
+	if deferring, ok := handler.(RefusalDeferrer); ok {
+		deferring.DeferRefusalsToValidation()
+	}
 	v := &validating{Interface: handler, validator: validator, name: name, modes: m, annotation: annotationKey(name)}
 	if mutator, ok := handler.(admission.MutationInterface); ok {
 		return &mutatingAndValidating{validating: v, mutator: mutator}
 	}
 	return v
+}
+
+// RefusalDeferrer is implemented by a plugin whose mutating phase refuses exactly what its
+// validating phase would then refuse too (PodSecurityPolicy: no policy admits the pod). Told
+// that its refusals are softened, its mutating phase admits the object unchanged instead of
+// refusing, and the validating phase's refusal, which the decorator softens, is recorded
+// once. Without it a plugin's mutating phase refuses in every mode.
+type RefusalDeferrer interface {
+	DeferRefusalsToValidation()
 }
 
 // validating wraps a plugin's validating phase. It deliberately has no Admit: a

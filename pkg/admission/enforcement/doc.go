@@ -27,7 +27,10 @@
 // # Only the validating phase
 //
 // The wrapper of a plugin that both mutates and validates passes Admit through untouched:
-// mutation is never suppressed, and a denial from the mutating phase still rejects. A
+// mutation is never suppressed, and a denial from the mutating phase still rejects — unless
+// the plugin implements RefusalDeferrer (PodSecurityPolicy), whose mutating phase then
+// leaves its refusals to its validating phase, so that Warn and Audit admit what either
+// phase would refuse, recorded once. A
 // plugin with no validating phase has nothing to soften and is refused (Decorator.Err).
 // The wrapper of a validating-only plugin does not implement MutationInterface, so the chain
 // does not start treating it as mutating.

@@ -215,6 +215,35 @@ func TestMutationIsUntouched(t *testing.T) {
 	}
 }
 
+// deferringPlugin is a fakeBoth that implements RefusalDeferrer.
+type deferringPlugin struct {
+	fakeBoth
+	deferred bool
+}
+
+func (d *deferringPlugin) DeferRefusalsToValidation() { d.deferred = true }
+
+func TestRefusalsAreDeferredOnlyWhenSoftened(t *testing.T) {
+	tests := []struct {
+		name, modes  string
+		wantDeferred bool
+	}{
+		{"Warn", "- name: Fake\n  modes: [Warn]", true},
+		{"Audit", "- name: Fake\n  modes: [Audit]", true},
+		{"Deny", "- name: Fake\n  modes: [Deny]", false},
+		{"another plugin softened", "- name: Other\n  modes: [Warn]", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plugin := &deferringPlugin{fakeBoth: fakeBoth{fakeValidator: fakeValidator{Handler: admission.NewHandler(admission.Create)}}}
+			decoratorFor(t, tc.modes).Decorate(plugin, "Fake")
+			if plugin.deferred != tc.wantDeferred {
+				t.Errorf("refusals deferred: %v, want %v", plugin.deferred, tc.wantDeferred)
+			}
+		})
+	}
+}
+
 func TestMutatingOnlyPluginIsReported(t *testing.T) {
 	d := decoratorFor(t, "- name: Fake\n  modes: [Audit]")
 	plugin := fakeMutator{admission.NewHandler(admission.Create)}

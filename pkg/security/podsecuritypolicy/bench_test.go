@@ -6,11 +6,12 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
 
-// compliantTypicalPod is typicalPod as it looks after the restricted example defaulted it,
-// i.e. what a policy sees again on every re-admission and on every policy it tries.
+// compliantTypicalPod is restrictedPod as it looks after the shipped restricted example
+// defaulted it, i.e. what a policy sees again on every re-admission and on every policy it
+// tries.
 func compliantTypicalPod(b testing.TB) (*api.Pod, Provider) {
-	p := newProvider(b, restrictedExample())
-	pod := typicalPod()
+	p := newProvider(b, shippedExample(b, "restricted"))
+	pod := restrictedPod()
 	if err := p.MutatePod(pod); err != nil {
 		b.Fatal(err)
 	}
@@ -35,11 +36,13 @@ func BenchmarkProviderValidate(b *testing.B) {
 	}
 }
 
-// BenchmarkProviderMutateFresh defaults a bare typical pod (a fresh copy each time, whose
-// cost is included) under the restricted example: the allocations are the defaults.
+// BenchmarkProviderMutateFresh defaults a pod whose container sets nothing (a fresh copy each
+// time, whose cost is included) under the shipped restricted example: the allocations are
+// the defaults (allowPrivilegeEscalation, the dropped capabilities).
 func BenchmarkProviderMutateFresh(b *testing.B) {
-	p := newProvider(b, restrictedExample())
-	orig := typicalPod()
+	p := newProvider(b, shippedExample(b, "restricted"))
+	orig := restrictedPod()
+	orig.Spec.Containers[0].SecurityContext = nil
 	b.ReportAllocs()
 	for b.Loop() {
 		pod := orig.DeepCopy()
@@ -54,7 +57,7 @@ func BenchmarkProviderMutateFresh(b *testing.B) {
 
 // BenchmarkNewSimpleProvider: 1.24's plugin built providers per request.
 func BenchmarkNewSimpleProvider(b *testing.B) {
-	psp := restrictedExample()
+	psp := shippedExample(b, "restricted")
 	f := NewSimpleStrategyFactory()
 	b.ReportAllocs()
 	for b.Loop() {

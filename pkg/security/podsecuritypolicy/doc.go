@@ -10,18 +10,17 @@
 //     ephemeral volumes) and "image" (OCI image volumes, new in this distribution's types).
 //     Volume types removed since 1.24 never occur in a 1.37 pod. A source this code does not
 //     know is denied. HostPath mounts that must be read-only are checked in every container
-//     kind; paths are cleaned before prefix matching, segment by segment ("/foo" does not
-//     cover "/foobar").
+//     kind; paths are cleaned before prefix matching ("/foo/../etc" is judged as "/etc",
+//     which 1.24 let through under a "/foo" prefix). As in 1.24, a projected volume holding
+//     only the service-account token sources counts as a secret volume.
 //   - hostNetwork, hostPID and hostIPC are reported at spec.hostNetwork etc., where users
 //     write them (1.24's internal types kept them under spec.securityContext).
 //   - Host ports are reported at spec.containers[i].ports[j].hostPort; runAsGroup errors at
 //     ...securityContext.runAsGroup; group errors at the offending index; flex drivers at
 //     spec.volumes[i].flexVolume.driver; sysctls at spec.securityContext.sysctls[i].
-//   - Sysctls: the safe list is fixed in code (the 1.37 kubelet's, without its kernel-version
-//     filtering, which only the node can do). Names written with slashes are normalised
-//     like the kubelet does before matching.
-//   - Capabilities: dropping ALL satisfies every required drop; "*" in allowedCapabilities
-//     allows any add but no longer waives requiredDropCapabilities.
+//   - Sysctls: names written with slashes ("net/ipv4/tcp_syncookies", which 1.37 pods may
+//     use) are normalised as the kubelet does before matching, so that a slash spelling
+//     cannot slip past a dotted forbiddenSysctls entry. The safe list is 1.24's five.
 //   - Seccomp: the policy keeps 1.24's annotations (allowedProfileNames, defaultProfileName;
 //     names "runtime/default", "docker/default" (the same profile), "unconfined",
 //     "localhost/<path>", "*"). They are applied to the 1.37 fields: a pod's profile is

@@ -4,87 +4,48 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
 
+	deploypsp "github.com/portcullis-k8s/portcullis/build/deploy/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 )
 
-// The example policies of the 1.24 documentation
-// (https://kubernetes.io/docs/concepts/security/pod-security-policy/).
-
-func privilegedExample() *policy.PodSecurityPolicy {
-	return &policy.PodSecurityPolicy{Spec: policy.PodSecurityPolicySpec{
-		Privileged:               true,
-		AllowPrivilegeEscalation: true,
-		AllowedCapabilities:      []api.Capability{"*"},
-		Volumes:                  []policy.FSType{policy.All},
-		HostNetwork:              true,
-		HostPorts:                []policy.HostPortRange{{Min: 0, Max: 65535}},
-		HostIPC:                  true,
-		HostPID:                  true,
-		RunAsUser:                policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyRunAsAny},
-		SELinux:                  policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
-		SupplementalGroups:       policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyRunAsAny},
-		FSGroup:                  policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyRunAsAny},
-	}}
-}
-
-func privilegedExampleWithSeccomp() *policy.PodSecurityPolicy {
-	p := privilegedExample()
-	p.Annotations = map[string]string{policy.SeccompAllowedProfilesAnnotationKey: "*"}
-	return p
-}
-
-func baselineExample() *policy.PodSecurityPolicy {
-	p := &policy.PodSecurityPolicy{Spec: policy.PodSecurityPolicySpec{
-		AllowPrivilegeEscalation: true,
-		// The moby default capability set, minus NET_RAW.
-		AllowedCapabilities: []api.Capability{"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "SETGID", "SETUID",
-			"SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE"},
-		// Every volume type except hostPath.
-		Volumes: []policy.FSType{policy.ConfigMap, policy.EmptyDir, policy.Projected, policy.Secret, policy.DownwardAPI,
-			policy.CSI, policy.PersistentVolumeClaim, policy.Ephemeral, policy.AWSElasticBlockStore, policy.AzureDisk,
-			policy.AzureFile, policy.CephFS, policy.Cinder, policy.FC, policy.FlexVolume, policy.Flocker,
-			policy.GCEPersistentDisk, policy.GitRepo, policy.Glusterfs, policy.ISCSI, policy.NFS,
-			policy.PhotonPersistentDisk, policy.PortworxVolume, policy.Quobyte, policy.RBD, policy.ScaleIO,
-			policy.StorageOS, policy.VsphereVolume},
-		RunAsUser:          policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyRunAsAny},
-		SELinux:            policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
-		SupplementalGroups: policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyRunAsAny},
-		FSGroup:            policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyRunAsAny},
-	}}
-	p.Annotations = map[string]string{
-		policy.AppArmorAllowedProfilesAnnotationKey: "runtime/default",
-		policy.AppArmorDefaultProfileAnnotationKey:  "runtime/default",
-		policy.SeccompAllowedProfilesAnnotationKey:  "*",
+// shippedExample is build/deploy/podsecuritypolicy/<name>.yaml as the plugin reads it: the
+// files themselves, not copies.
+func shippedExample(t testing.TB, name string) *policy.PodSecurityPolicy {
+	t.Helper()
+	data, err := deploypsp.Policy(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := decodePolicy(data)
+	if !ok {
+		t.Fatalf("%s.yaml does not decode as a policy/v1beta1 PodSecurityPolicy", name)
 	}
 	return p
 }
 
-func restrictedExample() *policy.PodSecurityPolicy {
-	p := &policy.PodSecurityPolicy{Spec: policy.PodSecurityPolicySpec{
-		Privileged:               false,
-		AllowPrivilegeEscalation: false,
-		RequiredDropCapabilities: []api.Capability{"ALL"},
-		Volumes: []policy.FSType{policy.ConfigMap, policy.EmptyDir, policy.Projected, policy.Secret,
-			policy.DownwardAPI, policy.CSI, policy.PersistentVolumeClaim, policy.Ephemeral},
-		RunAsUser: policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyMustRunAsNonRoot},
-		SELinux:   policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
-		SupplementalGroups: policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMustRunAs,
-			Ranges: []policy.IDRange{{Min: 1, Max: 65535}}},
-		FSGroup: policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyMustRunAs,
-			Ranges: []policy.IDRange{{Min: 1, Max: 65535}}},
-		ReadOnlyRootFilesystem: false,
-	}}
-	p.Annotations = map[string]string{
-		policy.SeccompAllowedProfilesAnnotationKey: "docker/default,runtime/default",
-		policy.SeccompDefaultProfileAnnotationKey:  "runtime/default",
-	}
-	return p
+// tokenVolume is the volume the ServiceAccount admission plugin injects into every pod.
+func tokenVolume() api.Volume {
+	return api.Volume{Name: "kube-api-access-x7k2p", VolumeSource: api.VolumeSource{Projected: &api.ProjectedVolumeSource{
+		DefaultMode: ptr(int32(0o644)),
+		Sources: []api.VolumeProjection{
+			{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(3607))}},
+			{ConfigMap: &api.ConfigMapProjection{LocalObjectReference: api.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &api.DownwardAPIProjection{Items: []api.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &api.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}}
 }
 
-// typicalPod is what a Deployment usually creates: one app container, a config map, a
-// projected service account token, an emptyDir.
+// typicalPod is what a Deployment usually creates: one app container, a config map, the
+// service account token, an emptyDir.
 func typicalPod() *api.Pod {
 	p := &api.Pod{}
 	p.Name, p.Namespace = "web-7d4b9c-abcde", "default"
@@ -92,7 +53,7 @@ func typicalPod() *api.Pod {
 	p.Spec.Volumes = []api.Volume{
 		{Name: "config", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{}}},
 		{Name: "cache", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}},
-		{Name: "kube-api-access", VolumeSource: api.VolumeSource{Projected: &api.ProjectedVolumeSource{}}},
+		tokenVolume(),
 	}
 	p.Spec.Containers = []api.Container{{
 		Name:  "web",
@@ -101,120 +62,206 @@ func typicalPod() *api.Pod {
 		VolumeMounts: []api.VolumeMount{
 			{Name: "config", MountPath: "/etc/web", ReadOnly: true},
 			{Name: "cache", MountPath: "/cache"},
-			{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+			{Name: "kube-api-access-x7k2p", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
 		},
 	}}
 	return p
 }
 
-func TestExamplePolicies(t *testing.T) {
-	hostPathPod := func() *api.Pod {
-		p := typicalPod()
-		p.Spec.Volumes = append(p.Spec.Volumes, api.Volume{Name: "host", VolumeSource: api.VolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/var/run/docker.sock"}}})
-		return p
+// restrictedPod is typicalPod as PodSecurity's restricted level wants it.
+func restrictedPod() *api.Pod {
+	p := typicalPod()
+	p.Spec.SecurityContext = &api.PodSecurityContext{
+		RunAsNonRoot:   ptr(true),
+		SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault},
 	}
-	privilegedPod := func() *api.Pod {
-		p := typicalPod()
+	p.Spec.Containers[0].SecurityContext = &api.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &api.Capabilities{Drop: []api.Capability{"ALL"}},
+	}
+	return p
+}
+
+func with(p *api.Pod, mutate func(*api.Pod)) *api.Pod {
+	mutate(p)
+	return p
+}
+
+func TestShippedExamples(t *testing.T) {
+	hostPathPod := with(typicalPod(), func(p *api.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, api.Volume{Name: "host", VolumeSource: api.VolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/var/run/docker.sock"}}})
+	})
+	privilegedPod := with(typicalPod(), func(p *api.Pod) {
 		p.Spec.HostNetwork = true
 		p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)}
-		return p
-	}
-	rootPod := func() *api.Pod {
-		p := typicalPod()
-		p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: ptr(int64(0))}
-		return p
-	}
-	netRawPod := func() *api.Pod {
-		p := typicalPod()
-		p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Capabilities: &api.Capabilities{Add: []api.Capability{"NET_RAW"}}}
-		return p
-	}
+	})
+	rootPod := with(typicalPod(), func(p *api.Pod) { p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: ptr(int64(0))} })
+	sysAdminPod := with(typicalPod(), func(p *api.Pod) {
+		p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Capabilities: &api.Capabilities{Add: []api.Capability{"SYS_ADMIN"}}}
+	})
 	tests := []struct {
-		name string
-		psp  *policy.PodSecurityPolicy
-		pod  *api.Pod
-		want []string
+		name, policy string
+		pod          *api.Pod
+		want         []string
 	}{
-		{"privileged admits typical", privilegedExample(), typicalPod(), nil},
-		{"privileged admits privileged", privilegedExample(), privilegedPod(), nil},
-		{"privileged admits host paths", privilegedExample(), hostPathPod(), nil},
-		{"baseline admits typical", baselineExample(), typicalPod(), nil},
-		{"baseline admits root", baselineExample(), rootPod(), nil},
-		{"baseline rejects privileged", baselineExample(), privilegedPod(), []string{
+		{"privileged admits typical", "privileged", typicalPod(), nil},
+		{"privileged admits privileged", "privileged", privilegedPod, nil},
+		{"privileged admits host paths", "privileged", hostPathPod, nil},
+		{"baseline admits typical", "baseline", typicalPod(), nil},
+		{"baseline admits root", "baseline", rootPod, nil},
+		{"baseline refuses privileged", "baseline", privilegedPod, []string{
 			"spec.hostNetwork: Invalid value: true: Host network is not allowed to be used",
 			"spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed",
 		}},
-		{"baseline rejects host paths", baselineExample(), hostPathPod(), []string{
+		{"baseline refuses host paths", "baseline", hostPathPod, []string{
 			`spec.volumes[3]: Invalid value: "hostPath": hostPath volumes are not allowed to be used`,
 		}},
-		{"baseline rejects NET_RAW", baselineExample(), netRawPod(), []string{
-			`spec.containers[0].securityContext.capabilities.add[0]: Invalid value: "NET_RAW": capability may not be added`,
+		{"baseline refuses SYS_ADMIN", "baseline", sysAdminPod, []string{
+			`spec.containers[0].securityContext.capabilities.add: Invalid value: "SYS_ADMIN": capability may not be added`,
 		}},
-		{"restricted admits typical", restrictedExample(), typicalPod(), nil},
-		{"restricted rejects root", restrictedExample(), rootPod(), []string{
+		{"restricted admits the restricted pod", "restricted", restrictedPod(), nil},
+		{"restricted refuses root", "restricted", with(restrictedPod(), func(p *api.Pod) { p.Spec.SecurityContext.RunAsUser = ptr(int64(0)) }), []string{
 			"spec.containers[0].securityContext.runAsUser: Invalid value: 0: running with the root UID is forbidden",
 		}},
-		{"restricted rejects host paths", restrictedExample(), hostPathPod(), []string{
+		{"restricted refuses no seccomp profile", "restricted", with(restrictedPod(), func(p *api.Pod) { p.Spec.SecurityContext.SeccompProfile = nil }), []string{
+			"spec.securityContext.seccompProfile: Forbidden: seccomp profile must be set. Valid values are docker/default,runtime/default",
+		}},
+		{"restricted refuses host paths", "restricted", with(restrictedPod(), func(p *api.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, hostPathPod.Spec.Volumes[3]) }), []string{
 			`spec.volumes[3]: Invalid value: "hostPath": hostPath volumes are not allowed to be used`,
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newProvider(t, tc.psp)
-			if err := p.MutatePod(tc.pod); err != nil {
+			p := newProvider(t, shippedExample(t, tc.policy))
+			pod := tc.pod.DeepCopy()
+			if err := p.MutatePod(pod); err != nil {
 				t.Fatal(err)
 			}
-			if got := errorStrings(p, tc.pod); !reflect.DeepEqual(got, tc.want) {
+			if got := errorStrings(p, pod); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %q\nwant %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestRestrictedExampleDefaults(t *testing.T) {
-	pod := typicalPod()
-	if err := newProvider(t, restrictedExample()).MutatePod(pod); err != nil {
+// TestShippedExamplesAdmitWhatPodSecurityAdmits: PodSecurity judges a pod after every mutating
+// plugin, this one included, so a policy that changed a pod PodSecurity admits could turn it
+// into one PodSecurity refuses (the documentation's baseline example set seccomp Unconfined).
+// Every pod PodSecurity's own evaluator admits at a level is admitted unchanged by the shipped
+// example of that level. The table states PodSecurity's verdict, so the test cannot pass by
+// PodSecurity refusing everything.
+func TestShippedExamplesAdmitWhatPodSecurityAdmits(t *testing.T) {
+	evaluator, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	wantPod := &api.PodSecurityContext{
-		SupplementalGroups: []int64{1},
-		FSGroup:            ptr(int64(1)),
-		SeccompProfile:     &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault},
+	const (
+		baseline   = psaapi.LevelBaseline
+		restricted = psaapi.LevelRestricted // a pod admitted at restricted is at baseline too
+	)
+	localhost := "profiles/app.json"
+	tests := []struct {
+		name string
+		pod  *api.Pod
+		// admittedBy is the highest level PodSecurity admits the pod at ("" for none).
+		admittedBy psaapi.Level
+	}{
+		{"a typical pod", typicalPod(), baseline},
+		{"a root pod", with(typicalPod(), func(p *api.Pod) { p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: ptr(int64(0))} }), baseline},
+		{"seccomp RuntimeDefault", with(typicalPod(), func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}}
+		}), baseline},
+		{"seccomp Unconfined", with(typicalPod(), func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined}}
+		}), ""},
+		{"AppArmor RuntimeDefault", with(typicalPod(), func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{AppArmorProfile: &api.AppArmorProfile{Type: api.AppArmorProfileTypeRuntimeDefault}}
+		}), baseline},
+		{"the baseline capabilities added", with(typicalPod(), func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Capabilities: &api.Capabilities{Add: []api.Capability{"CHOWN", "NET_BIND_SERVICE", "KILL"}}}
+		}), baseline},
+		{"a generic ephemeral volume and an image volume", with(typicalPod(), func(p *api.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes,
+				api.Volume{Name: "scratch", VolumeSource: api.VolumeSource{Ephemeral: &api.EphemeralVolumeSource{}}},
+				api.Volume{Name: "model", VolumeSource: api.VolumeSource{Image: &api.ImageVolumeSource{Reference: "registry.example/model:1"}}})
+		}), baseline},
+		{"sysctls PodSecurity calls safe", with(typicalPod(), func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{Sysctls: []api.Sysctl{{Name: "net.ipv4.tcp_keepalive_time", Value: "600"}, {Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}}
+		}), baseline},
+		{"the restricted pod", restrictedPod(), restricted},
+		{"restricted, adding NET_BIND_SERVICE", with(restrictedPod(), func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []api.Capability{"NET_BIND_SERVICE"}
+		}), restricted},
+		{"restricted, with fsGroup and supplemental groups", with(restrictedPod(), func(p *api.Pod) {
+			p.Spec.SecurityContext.FSGroup = ptr(int64(2000))
+			p.Spec.SecurityContext.SupplementalGroups = []int64{3000}
+		}), restricted},
+		{"restricted, with a user and AppArmor", with(restrictedPod(), func(p *api.Pod) {
+			p.Spec.SecurityContext.RunAsUser = ptr(int64(1000))
+			p.Spec.SecurityContext.AppArmorProfile = &api.AppArmorProfile{Type: api.AppArmorProfileTypeLocalhost, LocalhostProfile: &localhost}
+		}), restricted},
+		{"restricted, with image and ephemeral volumes", with(restrictedPod(), func(p *api.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes,
+				api.Volume{Name: "scratch", VolumeSource: api.VolumeSource{Ephemeral: &api.EphemeralVolumeSource{}}},
+				api.Volume{Name: "model", VolumeSource: api.VolumeSource{Image: &api.ImageVolumeSource{Reference: "registry.example/model:1"}}})
+		}), restricted},
+		{"a privileged pod", with(typicalPod(), func(p *api.Pod) { p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)} }), ""},
 	}
-	if !reflect.DeepEqual(pod.Spec.SecurityContext, wantPod) {
-		t.Errorf("pod securityContext = %+v", pod.Spec.SecurityContext)
-	}
-	wantContainer := &api.SecurityContext{
-		RunAsNonRoot:             ptr(true),
-		Capabilities:             &api.Capabilities{Drop: []api.Capability{"ALL"}},
-		AllowPrivilegeEscalation: ptr(false),
-	}
-	if got := pod.Spec.Containers[0].SecurityContext; !reflect.DeepEqual(got, wantContainer) {
-		t.Errorf("container securityContext = %+v", got)
-	}
-	if len(pod.Annotations) != 1 {
-		t.Errorf("MutatePod added annotations: %v", pod.Annotations)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, level := range []psaapi.Level{baseline, restricted} {
+				admitted := podSecurityAdmits(t, evaluator, level, tc.pod)
+				wantAdmitted := tc.admittedBy == restricted || (tc.admittedBy == baseline && level == baseline)
+				if admitted != wantAdmitted {
+					t.Fatalf("PodSecurity %s admits the pod: %v, the table says %v", level, admitted, wantAdmitted)
+				}
+				if !admitted {
+					continue
+				}
+				p := newProvider(t, shippedExample(t, string(level)))
+				pod := tc.pod.DeepCopy()
+				if err := p.MutatePod(pod); err != nil {
+					t.Fatal(err)
+				}
+				if !apiequality.Semantic.DeepEqual(pod, tc.pod) {
+					t.Errorf("the %s example changed a pod PodSecurity %s admits:\n%+v\nwas\n%+v", level, level, pod.Spec.SecurityContext, tc.pod.Spec.SecurityContext)
+				}
+				if errs := errorStrings(p, pod); errs != nil {
+					t.Errorf("the %s example refuses a pod PodSecurity %s admits: %q", level, level, errs)
+				}
+			}
+		})
 	}
 }
 
-// A pod that sets a profile is rejected by a policy without seccomp annotations (1.24's
-// "seccomp may not be set"), but admitted by the privileged example's "*".
+func podSecurityAdmits(t *testing.T, evaluator psapolicy.Evaluator, level psaapi.Level, pod *api.Pod) bool {
+	t.Helper()
+	var v1 corev1.Pod
+	if err := corev1conversion.Convert_core_Pod_To_v1_Pod(pod, &v1, nil); err != nil {
+		t.Fatal(err)
+	}
+	results := evaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &v1.ObjectMeta, &v1.Spec)
+	return psapolicy.AggregateCheckResults(results).Allowed
+}
+
+// A pod that sets a profile is refused by a policy without seccomp annotations (1.24's
+// "seccomp may not be set"), and judged by the restricted example's list.
 func TestSeccompFieldAgainstExamples(t *testing.T) {
 	pod := typicalPod()
 	pod.Spec.SecurityContext = &api.PodSecurityContext{SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined}}
 	want := []string{"spec.securityContext.seccompProfile: Forbidden: seccomp may not be set"}
-	if got := errorStrings(newProvider(t, privilegedExample()), pod); !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q", got)
+	noSeccomp := shippedExample(t, "privileged")
+	delete(noSeccomp.Annotations, policy.SeccompAllowedProfilesAnnotationKey)
+	if got := errorStrings(newProvider(t, noSeccomp), pod); !reflect.DeepEqual(got, want) {
+		t.Errorf("without seccomp annotations: got %q", got)
 	}
-	if got := errorStrings(newProvider(t, privilegedExampleWithSeccomp()), pod); got != nil {
-		t.Errorf("got %q", got)
+	if got := errorStrings(newProvider(t, shippedExample(t, "privileged")), pod); got != nil {
+		t.Errorf("privileged: got %q", got)
 	}
+	unconfined := restrictedPod()
+	unconfined.Spec.SecurityContext.SeccompProfile = pod.Spec.SecurityContext.SeccompProfile
 	want = []string{"spec.securityContext.seccompProfile: Forbidden: unconfined is not an allowed seccomp profile. Valid values are docker/default,runtime/default"}
-	restricted := newProvider(t, restrictedExample())
-	if err := restricted.MutatePod(pod); err != nil {
-		t.Fatal(err)
-	}
-	if got := errorStrings(restricted, pod); !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q", got)
+	if got := errorStrings(newProvider(t, shippedExample(t, "restricted")), unconfined); !reflect.DeepEqual(got, want) {
+		t.Errorf("restricted: got %q", got)
 	}
 }

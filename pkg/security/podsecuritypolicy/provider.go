@@ -67,7 +67,9 @@ func (s *simpleProvider) MutatePod(pod *api.Pod) error {
 		return sc
 	}
 
-	if sc == nil || len(sc.SupplementalGroups) == 0 {
+	// Only an absent list is defaulted, as in 1.24: an explicit empty list is the pod's own
+	// choice, which validation judges (MustRunAs refuses it).
+	if sc == nil || sc.SupplementalGroups == nil {
 		groups, err := s.strategies.SupplementalGroupStrategy.Generate(pod)
 		if err != nil {
 			return err
@@ -251,7 +253,7 @@ func (s *simpleProvider) validateVolumes(pod *api.Pod) field.ErrorList {
 			errs = append(errs, field.Invalid(volumesPath.Index(i), string(fsType), err.Error()))
 			continue
 		}
-		if !allowAll && !psputil.PSPAllowsFSType(s.psp, fsType) {
+		if !allowAll && !s.allowsVolumeType(fsType, v) {
 			errs = append(errs, field.Invalid(volumesPath.Index(i), string(fsType),
 				fmt.Sprintf("%s volumes are not allowed to be used", fsType)))
 			continue
@@ -278,6 +280,16 @@ func (s *simpleProvider) validateVolumes(pod *api.Pod) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// allowsVolumeType: a projected volume holding only the service-account token sources counts
+// as a secret volume, as in 1.24, so a policy allowing secrets admits ordinary pods.
+func (s *simpleProvider) allowsVolumeType(fsType policy.FSType, v *api.Volume) bool {
+	if psputil.PSPAllowsFSType(s.psp, fsType) {
+		return true
+	}
+	return fsType == policy.Projected && psputil.PSPAllowsFSType(s.psp, policy.Secret) &&
+		psputil.IsOnlyServiceAccountTokenSources(v.Projected)
 }
 
 // readOnlyMountErrors reports every writable mount of a volume that must be read-only, in

@@ -102,7 +102,7 @@ func TestValidateEveryContainerKind(t *testing.T) {
 			func(c *api.Container) {
 				c.SecurityContext = &api.SecurityContext{Capabilities: &api.Capabilities{Add: []api.Capability{"SYS_ADMIN"}}}
 			},
-			`PATH.securityContext.capabilities.add[0]: Invalid value: "SYS_ADMIN": capability may not be added`},
+			`PATH.securityContext.capabilities.add: Invalid value: "SYS_ADMIN": capability may not be added`},
 		{"procMount", func(p *policy.PodSecurityPolicy) { p.Spec.AllowedProcMountTypes = nil },
 			func(c *api.Container) {
 				c.SecurityContext = &api.SecurityContext{ProcMount: ptr(api.UnmaskedProcMount)}
@@ -191,8 +191,8 @@ func TestValidatePodLevel(t *testing.T) {
 				p.Spec.InitContainers[0].Ports = []api.ContainerPort{{HostPort: 9001}}
 			},
 			[]string{
-				"spec.initContainers[0].ports[0].hostPort: Invalid value: 9001: Host port 9001 is not allowed to be used. Allowed ports: [8000-8080, 9000]",
-				"spec.containers[0].ports[2].hostPort: Invalid value: 80: Host port 80 is not allowed to be used. Allowed ports: [8000-8080, 9000]",
+				"spec.initContainers[0].ports[0].hostPort: Invalid value: 9001: Host port 9001 is not allowed to be used. Allowed ports: [8000-8080,9000]",
+				"spec.containers[0].ports[2].hostPort: Invalid value: 80: Host port 80 is not allowed to be used. Allowed ports: [8000-8080,9000]",
 			}},
 		{"volume types", func(p *policy.PodSecurityPolicy) {
 			p.Spec.Volumes = []policy.FSType{policy.ConfigMap, policy.Ephemeral}

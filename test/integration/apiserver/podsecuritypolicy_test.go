@@ -200,9 +200,19 @@ func TestPodSecurityPolicy(t *testing.T) {
 			for _, c := range table.ColumnDefinitions {
 				columns = append(columns, c.Name)
 			}
-			want := []string{"Name", "Priv", "Caps", "SELinux", "RunAsUser", "FSGroup", "SupGroup", "ReadOnlyRootFS", "Volumes", "Age"}
+			// 1.24's printer: these names, no Age column, Priv printed as text.
+			want := []string{"Name", "Priv", "Caps", "SELinux", "RunAsUser", "FsGroup", "SupGroup", "ReadOnlyRootFs", "Volumes"}
 			if !slices.Equal(columns, want) || len(table.Rows) != 3 {
-				t.Errorf("kubectl get psp: columns %v and %d rows, want %v and 3", columns, len(table.Rows), want)
+				t.Fatalf("kubectl get psp: columns %v and %d rows, want %v and 3", columns, len(table.Rows), want)
+			}
+			for _, row := range table.Rows {
+				if len(row.Cells) != len(want) {
+					t.Errorf("row %v: %d cells, want %d", row.Cells, len(row.Cells), len(want))
+					continue
+				}
+				if priv, ok := row.Cells[1].(string); !ok || (priv != "true" && priv != "false") {
+					t.Errorf("row %v: Priv %#v, want the text true or false", row.Cells, row.Cells[1])
+				}
 			}
 		})
 
@@ -225,8 +235,17 @@ func TestPodSecurityPolicy(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("no watch event within 30 s")
 			}
-			if err := dyn.Resource(pspResource).Delete(ctx, "watched", metav1.DeleteOptions{}); err != nil {
+			// DELETE answers with the deleted policy (1.24's ReturnDeletedObject), not a Status.
+			body, err := admin.Discovery().RESTClient().Delete().AbsPath("/apis/policy/v1beta1/podsecuritypolicies/watched").DoRaw(ctx)
+			if err != nil {
 				t.Fatal(err)
+			}
+			deleted := &unstructured.Unstructured{}
+			if err := deleted.UnmarshalJSON(body); err != nil {
+				t.Fatalf("DELETE answered %s: %v", body, err)
+			}
+			if deleted.GetKind() != "PodSecurityPolicy" || deleted.GetName() != "watched" {
+				t.Errorf("DELETE answered %s %q, want the deleted PodSecurityPolicy watched", deleted.GetKind(), deleted.GetName())
 			}
 		})
 
@@ -266,7 +285,7 @@ func TestPodSecurityPolicy(t *testing.T) {
 
 		t.Run("without a grant the pod is refused", func(t *testing.T) {
 			_, err := user.CoreV1().Pods(ns).Create(ctx, pause("pause", false), metav1.CreateOptions{})
-			wantForbidden(t, err, "unable to validate against any pod security policy: []")
+			wantForbidden(t, err, "PodSecurityPolicy: unable to admit pod: []")
 		})
 		t.Run("kubectl auth can-i use podsecuritypolicy/example says no", func(t *testing.T) {
 			if canUse(t, user, ns, "example") {
@@ -295,7 +314,7 @@ func TestPodSecurityPolicy(t *testing.T) {
 		})
 		t.Run("a privileged pod is refused naming the field", func(t *testing.T) {
 			_, err := user.CoreV1().Pods(ns).Create(ctx, pause("privileged", true), metav1.CreateOptions{})
-			wantForbidden(t, err, "unable to validate against any pod security policy: [spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed]")
+			wantForbidden(t, err, "PodSecurityPolicy: unable to admit pod: [spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed]")
 		})
 		t.Run("a deployment's pods are refused until its service account is granted", func(t *testing.T) {
 			replicas := int32(1)
@@ -315,7 +334,7 @@ func TestPodSecurityPolicy(t *testing.T) {
 					return false, nil
 				}
 				for _, e := range events.Items {
-					if strings.Contains(e.Message, "unable to validate against any pod security policy") {
+					if strings.Contains(e.Message, "PodSecurityPolicy: unable to admit pod") {
 						return true, nil
 					}
 				}
@@ -372,10 +391,10 @@ func TestPodSecurityPolicy(t *testing.T) {
 		}
 		psc, sc := stored.Spec.SecurityContext, stored.Spec.Containers[0].SecurityContext
 		switch {
-		case psc == nil || psc.FSGroup == nil || *psc.FSGroup != 1:
-			t.Errorf("fsGroup is not the policy's default 1: %+v", psc)
-		case !slices.Equal(psc.SupplementalGroups, []int64{1}):
-			t.Errorf("supplementalGroups are not the policy's default [1]: %v", psc.SupplementalGroups)
+		// MayRunAs: judged when set, never defaulted (so PodSecurity's restricted pods pass
+		// unchanged).
+		case psc == nil || psc.FSGroup != nil || psc.SupplementalGroups != nil:
+			t.Errorf("fsGroup or supplementalGroups defaulted: %+v", psc)
 		case sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
 			t.Errorf("allowPrivilegeEscalation is not defaulted to false: %+v", sc)
 		case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot:
@@ -406,18 +425,7 @@ resources:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	admissionConfig := filepath.Join(t.TempDir(), "admission-config.yaml")
-	if err := os.WriteFile(admissionConfig, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: Portcullis
-  configuration:
-    apiVersion: admission.portcullis.io/v1alpha1
-    kind: PortcullisConfiguration
-    servedAPIs: [policy/v1beta1]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	admissionConfig := portcullisConfig(t, "servedAPIs: [policy/v1beta1]")
 	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/psp-api",
 		"--admission-control-config-file="+admissionConfig, "--encryption-provider-config="+encryption)
 	ctx := context.Background()

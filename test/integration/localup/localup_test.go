@@ -229,15 +229,23 @@ func TestLocalUp(t *testing.T) {
 	// accounts may use.
 	t.Run("a deployment's pod is admitted under the example policies", func(t *testing.T) {
 		c := client(t, kubeconfig)
-		for _, tc := range []struct{ namespace, policy string }{
-			{namespace, "baseline"},
-			{"kube-system", "privileged"},
+		// baseline admits a plain pod unchanged, and comes first by name; a node agent on the
+		// host network needs privileged, which only kube-system's service accounts may use.
+		for _, tc := range []struct {
+			namespace   string
+			hostNetwork bool
+			policy      string
+		}{
+			{namespace, false, "baseline"},
+			{"kube-system", false, "baseline"},
+			{"kube-system", true, "privileged"},
 		} {
-			labels := map[string]string{"app": "first-deployment"}
-			deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "first-deployment"}, Spec: appsv1.DeploymentSpec{
+			labels := map[string]string{"app": fmt.Sprintf("first-deployment-%t", tc.hostNetwork)}
+			deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: labels["app"]}, Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}}},
+					HostNetwork: tc.hostNetwork,
+					Containers:  []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}}},
 			}}
 			if _, err := c.AppsV1().Deployments(tc.namespace).Create(ctx, deployment, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -245,7 +253,7 @@ func TestLocalUp(t *testing.T) {
 			var pods *corev1.PodList
 			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 				var err error
-				pods, err = c.CoreV1().Pods(tc.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=first-deployment"})
+				pods, err = c.CoreV1().Pods(tc.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + labels["app"]})
 				return err == nil && len(pods.Items) == 1, nil
 			})
 			if err != nil {
@@ -253,7 +261,7 @@ func TestLocalUp(t *testing.T) {
 				continue
 			}
 			if got := pods.Items[0].Annotations["kubernetes.io/psp"]; got != tc.policy {
-				t.Errorf("%s: the deployment's pod was admitted under %q, want %s", tc.namespace, got, tc.policy)
+				t.Errorf("%s (host network %t): the deployment's pod was admitted under %q, want %s", tc.namespace, tc.hostNetwork, got, tc.policy)
 			}
 		}
 	})

@@ -23,6 +23,9 @@ var ValidatePodSecurityPolicyName = apimachineryvalidation.NameIsDNSSubdomain
 // seccompAllowAny in the allowed seccomp profiles annotation allows every profile.
 const seccompAllowAny = "*"
 
+// localhostPrefix begins a localhost profile name, seccomp's and AppArmor's alike.
+const localhostPrefix = "localhost/"
+
 // allFSTypes is every volume kind a policy may name, "*" aside.
 var allFSTypes = sets.New(
 	policy.AzureFile, policy.Flocker, policy.FlexVolume, policy.HostPath, policy.EmptyDir,
@@ -60,7 +63,6 @@ func ValidatePodSecurityPolicySpec(spec *policy.PodSecurityPolicySpec, fldPath *
 	allErrs = append(allErrs, validateSupplementalGroups(fldPath.Child("supplementalGroups"), &spec.SupplementalGroups)...)
 	allErrs = append(allErrs, validateFSGroup(fldPath.Child("fsGroup"), &spec.FSGroup)...)
 	allErrs = append(allErrs, validateVolumes(fldPath.Child("volumes"), spec.Volumes)...)
-	allErrs = append(allErrs, validateHostPorts(fldPath.Child("hostPorts"), spec.HostPorts)...)
 	if len(spec.RequiredDropCapabilities) > 0 && hasCap(policy.AllowAllCapabilities, spec.AllowedCapabilities) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("requiredDropCapabilities"), spec.RequiredDropCapabilities,
 			"must be empty when all capabilities are allowed by a wildcard"))
@@ -87,6 +89,9 @@ func ValidatePodSecurityPolicySpecificAnnotations(annotations map[string]string,
 	if p := annotations[policy.AppArmorDefaultProfileAnnotationKey]; p != "" {
 		if err := apivalidation.ValidateAppArmorProfileFormat(p); err != nil {
 			allErrs = append(allErrs, field.Invalid(fldPath.Key(policy.AppArmorDefaultProfileAnnotationKey), p, err.Error()))
+		} else if p == localhostPrefix {
+			// As for seccomp below: a default no pod could carry.
+			allErrs = append(allErrs, field.Invalid(fldPath.Key(policy.AppArmorDefaultProfileAnnotationKey), p, "a localhost profile needs a name after localhost/"))
 		}
 	}
 	if allowed := annotations[policy.AppArmorAllowedProfilesAnnotationKey]; allowed != "" {
@@ -98,7 +103,13 @@ func ValidatePodSecurityPolicySpecificAnnotations(annotations map[string]string,
 	}
 
 	if p := annotations[policy.SeccompDefaultProfileAnnotationKey]; p != "" {
-		allErrs = append(allErrs, apivalidation.ValidateSeccompProfile(p, fldPath.Key(policy.SeccompDefaultProfileAnnotationKey))...)
+		path := fldPath.Key(policy.SeccompDefaultProfileAnnotationKey)
+		allErrs = append(allErrs, apivalidation.ValidateSeccompProfile(p, path)...)
+		// 1.24 accepted "localhost/" with no profile name, then every pod it defaulted failed
+		// pod validation: the policy could admit nothing. Refused here, where it is written.
+		if p == localhostPrefix {
+			allErrs = append(allErrs, field.Invalid(path, p, "a localhost profile needs a name after localhost/"))
+		}
 	}
 	if allowed := annotations[policy.SeccompAllowedProfilesAnnotationKey]; allowed != "" {
 		for _, p := range strings.Split(allowed, ",") {
@@ -195,25 +206,6 @@ func validateVolumes(fldPath *field.Path, volumes []policy.FSType) field.ErrorLi
 		if v != policy.All && !allFSTypes.Has(v) {
 			allowed := append(sets.List(allFSTypes), policy.All)
 			allErrs = append(allErrs, field.NotSupported(fldPath.Index(i), v, allowed))
-		}
-	}
-	return allErrs
-}
-
-// validateHostPorts checks that every host port range lies within 0-65535 and is not
-// inverted. (Kubernetes 1.24 did not check host port ranges at all.)
-func validateHostPorts(fldPath *field.Path, ranges []policy.HostPortRange) field.ErrorList {
-	var allErrs field.ErrorList
-	for i, rng := range ranges {
-		idxPath := fldPath.Index(i)
-		if rng.Min < 0 || rng.Min > 65535 {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("min"), rng.Min, "must be between 0 and 65535, inclusive"))
-		}
-		if rng.Max < 0 || rng.Max > 65535 {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("max"), rng.Max, "must be between 0 and 65535, inclusive"))
-		}
-		if rng.Min > rng.Max {
-			allErrs = append(allErrs, field.Invalid(idxPath, rng, "min cannot be greater than max"))
 		}
 	}
 	return allErrs

@@ -78,6 +78,14 @@ func TestValidatePodSecurityPolicyAccepts(t *testing.T) {
 		"host ports": func(p *policy.PodSecurityPolicy) {
 			p.Spec.HostPorts = []policy.HostPortRange{{Min: 0, Max: 65535}, {Min: 80, Max: 80}}
 		},
+		// 1.24 did not check host port ranges (its own test fixture has max 65536); exported
+		// policies must import. Such a range just admits the ports it covers.
+		"host ports out of range and inverted, as 1.24 accepted": func(p *policy.PodSecurityPolicy) {
+			p.Spec.HostPorts = []policy.HostPortRange{{Min: 1, Max: 65536}, {Min: 90, Max: 80}, {Min: -1, Max: 0}}
+		},
+		"apparmor allowed names empty": func(p *policy.PodSecurityPolicy) {
+			p.Annotations = map[string]string{policy.AppArmorAllowedProfilesAnnotationKey: ""}
+		},
 		"procMount types": func(p *policy.PodSecurityPolicy) {
 			p.Spec.AllowedProcMountTypes = []core.ProcMountType{core.DefaultProcMount, core.UnmaskedProcMount}
 		},
@@ -243,12 +251,12 @@ func TestValidatePodSecurityPolicyRejects(t *testing.T) {
 			p.Spec.AllowedUnsafeSysctls = []string{"net.*"}
 			p.Spec.ForbiddenSysctls = []string{"net.ipv4.*"}
 		}, []wantErr{{field.ErrorTypeInvalid, "spec.forbiddenSysctls[0]", "overlaps with net.*"}}},
-		{"host port out of range and inverted", func(p *policy.PodSecurityPolicy) {
-			p.Spec.HostPorts = []policy.HostPortRange{{Min: 80, Max: 70000}, {Min: 90, Max: 80}}
-		}, []wantErr{
-			{field.ErrorTypeInvalid, "spec.hostPorts[0].max", "65535"},
-			{field.ErrorTypeInvalid, "spec.hostPorts[1]", "greater than max"},
-		}},
+		{"seccomp default localhost without a name", func(p *policy.PodSecurityPolicy) {
+			p.Annotations = map[string]string{policy.SeccompDefaultProfileAnnotationKey: "localhost/", policy.SeccompAllowedProfilesAnnotationKey: "*"}
+		}, []wantErr{{field.ErrorTypeInvalid, "metadata.annotations[seccomp.security.alpha.kubernetes.io/defaultProfileName]", "needs a name"}}},
+		{"apparmor default localhost without a name", func(p *policy.PodSecurityPolicy) {
+			p.Annotations = map[string]string{policy.AppArmorDefaultProfileAnnotationKey: "localhost/"}
+		}, []wantErr{{field.ErrorTypeInvalid, "metadata.annotations[apparmor.security.beta.kubernetes.io/defaultProfileName]", "needs a name"}}},
 		{"runtime class default not allowed", func(p *policy.PodSecurityPolicy) {
 			p.Spec.RuntimeClass = &policy.RuntimeClassStrategyOptions{AllowedRuntimeClassNames: []string{"gvisor"}, DefaultRuntimeClassName: ptr.To("kata")}
 		}, []wantErr{{field.ErrorTypeRequired, "spec.runtimeClass.allowedRuntimeClassNames", `default "kata" must be allowed`}}},

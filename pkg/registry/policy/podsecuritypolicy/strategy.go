@@ -4,6 +4,7 @@ package podsecuritypolicy
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -58,10 +59,31 @@ func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field
 	return validation.ValidatePodSecurityPolicyUpdate(old.(*policy.PodSecurityPolicy), obj.(*policy.PodSecurityPolicy))
 }
 
-// WarningsOnCreate returns none.
-func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+// WarningsOnCreate warns of what 1.24 accepted but cannot mean what it says.
+func (strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return warnings(obj.(*policy.PodSecurityPolicy))
+}
 
-// WarningsOnUpdate returns none.
-func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+// WarningsOnUpdate warns as WarningsOnCreate does.
+func (strategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+	return warnings(obj.(*policy.PodSecurityPolicy))
+}
+
+// maxPort is the highest port a container may bind.
+const maxPort = 65535
+
+// warnings: host port ranges outside 0-65535 or inverted are accepted, as 1.24 accepted
+// them (exported policies must import), but only the ports they really cover are allowed.
+func warnings(psp *policy.PodSecurityPolicy) []string {
+	var out []string
+	path := field.NewPath("spec", "hostPorts")
+	for i, r := range psp.Spec.HostPorts {
+		switch {
+		case r.Min > r.Max:
+			out = append(out, fmt.Sprintf("%s: min %d is greater than max %d: the range allows no port", path.Index(i), r.Min, r.Max))
+		case r.Min < 0 || r.Max > maxPort:
+			out = append(out, fmt.Sprintf("%s: %d-%d reaches outside 0-%d: only the ports inside are allowed", path.Index(i), r.Min, r.Max, maxPort))
+		}
+	}
+	return out
 }

@@ -23,7 +23,7 @@ type Strategy interface {
 	// ValidatePod checks spec.securityContext.appArmorProfile.
 	ValidatePod(pod *api.Pod) field.ErrorList
 	// ValidateContainer checks a container's own profile (field, else legacy annotation),
-	// and that it has one at all when the policy allows a non-empty list.
+	// and that it has one at all when the policy restricts profiles.
 	ValidateContainer(pod *api.Pod, container *api.Container, scPath *field.Path) field.ErrorList
 }
 
@@ -182,7 +182,9 @@ func (s *strategy) ValidateContainer(pod *api.Pod, c *api.Container, scPath *fie
 	if pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.AppArmorProfile != nil {
 		return nil // inherits the pod's, checked by ValidatePod
 	}
-	if len(s.allowed) > 0 && !isWindows(pod) {
+	// As in 1.24, an allowedProfileNames annotation, even an empty one, means a profile must
+	// be set: an empty list admits no container.
+	if !isWindows(pod) {
 		return field.ErrorList{field.Forbidden(scPath.Child("appArmorProfile"), "AppArmor profile must be set")}
 	}
 	return nil

@@ -110,7 +110,10 @@ func TestValidate(t *testing.T) {
 			[]string{`spec.containers[0].securityContext.appArmorProfile: Forbidden: AppArmor profile runtime/default in the field does not match "unconfined" in the legacy annotation`}},
 		{"empty allowed list forbids any", "", pod(runtimeDefault, nil, nil),
 			[]string{`spec.securityContext.appArmorProfile: Forbidden: runtime/default is not an allowed profile. Allowed values: ""`}},
-		{"empty allowed list allows none", "", pod(nil, nil, nil), nil},
+		// 1.24: the annotation, even empty, means a profile must be set; an empty list
+		// admits no container.
+		{"empty allowed list refuses a container without a profile", "", pod(nil, nil, nil),
+			[]string{`spec.containers[0].securityContext.appArmorProfile: Forbidden: AppArmor profile must be set`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ package capabilities
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	api "k8s.io/kubernetes/pkg/apis/core"
@@ -24,9 +24,6 @@ type Strategy interface {
 
 var _ Strategy = &defaultCapabilities{}
 
-// capAll is what runtimes accept (case-insensitively) to mean every capability.
-const capAll = "ALL"
-
 type defaultCapabilities struct {
 	defaultAdd   []api.Capability
 	requiredDrop []api.Capability
@@ -42,29 +39,15 @@ func NewDefaultCapabilities(defaultAdd, requiredDrop, allowed []api.Capability) 
 		requiredDrop: append([]api.Capability(nil), requiredDrop...),
 		allowed:      append([]api.Capability(nil), allowed...),
 	}
-	s.allowAll = contains(s.allowed, policy.AllowAllCapabilities)
+	s.allowAll = slices.Contains(s.allowed, policy.AllowAllCapabilities)
 	return s, nil
 }
 
-func contains(caps []api.Capability, c api.Capability) bool {
-	for _, x := range caps {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
-
-// drops reports whether a drop list removes c, either by name or by dropping ALL.
-func drops(drop []api.Capability, c api.Capability) bool {
-	for _, x := range drop {
-		if x == c || strings.EqualFold(string(x), capAll) {
-			return true
-		}
-	}
-	return false
-}
-
+// Generate merges as 1.24 did: adds are the container's plus the defaults it does not drop,
+// drops the container's plus the required ones, each compared by exact name. When that adds
+// nothing the container's own object is returned; otherwise both lists come back as sorted
+// sets. (So dropping ALL does not stand in for a required drop: the named capability is
+// added to the drops, which makes the policy one that changes the pod.)
 func (s *defaultCapabilities) Generate(_ *api.Pod, container *api.Container) (*api.Capabilities, error) {
 	var own *api.Capabilities
 	if container.SecurityContext != nil {
@@ -74,35 +57,41 @@ func (s *defaultCapabilities) Generate(_ *api.Pod, container *api.Container) (*a
 	if own != nil {
 		add, drop = own.Add, own.Drop
 	}
-
 	// Decide first whether anything changes, so an already-compliant container costs no
-	// allocation; the container's own order is kept and the policy's entries appended.
-	var newAdd, newDrop []api.Capability
+	// allocation.
 	changed := false
 	for _, c := range s.defaultAdd {
-		// A container that drops a default capability has opted out of it.
-		if !contains(add, c) && !contains(drop, c) && !contains(newAdd, c) {
+		if !slices.Contains(add, c) && !slices.Contains(drop, c) {
 			changed = true
-			newAdd = append(newAdd, c)
+			break
 		}
 	}
 	for _, c := range s.requiredDrop {
-		if !drops(drop, c) && !contains(newDrop, c) {
-			changed = true
-			newDrop = append(newDrop, c)
+		if changed {
+			break
 		}
+		changed = !slices.Contains(drop, c)
 	}
 	if !changed {
 		return own, nil
 	}
-	out := &api.Capabilities{}
-	if len(add)+len(newAdd) > 0 {
-		out.Add = append(append(make([]api.Capability, 0, len(add)+len(newAdd)), add...), newAdd...)
+	newAdd := slices.Clone(add)
+	for _, c := range s.defaultAdd {
+		if !slices.Contains(drop, c) {
+			newAdd = append(newAdd, c)
+		}
 	}
-	if len(drop)+len(newDrop) > 0 {
-		out.Drop = append(append(make([]api.Capability, 0, len(drop)+len(newDrop)), drop...), newDrop...)
+	newDrop := append(slices.Clone(drop), s.requiredDrop...)
+	return &api.Capabilities{Add: sortedSet(newAdd), Drop: sortedSet(newDrop)}, nil
+}
+
+// sortedSet sorts caps and removes repeats in place; an empty list becomes nil.
+func sortedSet(caps []api.Capability) []api.Capability {
+	if len(caps) == 0 {
+		return nil
 	}
-	return out, nil
+	slices.Sort(caps)
+	return slices.Compact(caps)
 }
 
 func (s *defaultCapabilities) Validate(fldPath *field.Path, _ *api.Pod, _ *api.Container, caps *api.Capabilities) field.ErrorList {
@@ -113,19 +102,18 @@ func (s *defaultCapabilities) Validate(fldPath *field.Path, _ *api.Pod, _ *api.C
 		}
 		return field.ErrorList{field.Invalid(fldPath, caps, "required capabilities are not set on the securityContext")}
 	}
-
+	// "*" allows every capability; policy validation refuses required drops beside it.
+	if s.allowAll {
+		return nil
+	}
 	var errs field.ErrorList
-	if !s.allowAll {
-		for i, c := range caps.Add {
-			if !contains(s.defaultAdd, c) && !contains(s.allowed, c) {
-				errs = append(errs, field.Invalid(fldPath.Child("add").Index(i), string(c), "capability may not be added"))
-			}
+	for _, c := range caps.Add {
+		if !slices.Contains(s.defaultAdd, c) && !slices.Contains(s.allowed, c) {
+			errs = append(errs, field.Invalid(fldPath.Child("add"), string(c), "capability may not be added"))
 		}
 	}
-	// Unlike 1.24, "*" in allowedCapabilities does not waive requiredDropCapabilities: a
-	// policy that names required drops means them.
 	for _, c := range s.requiredDrop {
-		if !drops(caps.Drop, c) {
+		if !slices.Contains(caps.Drop, c) {
 			errs = append(errs, field.Invalid(fldPath.Child("drop"), caps.Drop,
 				fmt.Sprintf("%s is required to be dropped but was not found", c)))
 		}

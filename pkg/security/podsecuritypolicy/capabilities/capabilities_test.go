@@ -11,82 +11,127 @@ import (
 type caps = []api.Capability
 
 func container(c *api.Capabilities) *api.Container {
-	if c == nil {
-		return &api.Container{}
-	}
 	return &api.Container{SecurityContext: &api.SecurityContext{Capabilities: c}}
 }
 
+// The cases of 1.24's capabilities_test.go (TestGenerateAdds, TestGenerateDrops), then ours.
 func TestGenerate(t *testing.T) {
 	tests := []struct {
-		name                              string
-		defaultAdd, requiredDrop, allowed caps
-		own                               *api.Capabilities
-		want                              *api.Capabilities
-		wantSame                          bool // the container's own object comes back
+		name                     string
+		defaultAdd, requiredDrop caps
+		own                      *api.Capabilities
+		want                     *api.Capabilities
+		wantOwn                  bool // the container's own object comes back unchanged
 	}{
-		{name: "nothing to do", want: nil},
-		{name: "own kept when compliant", requiredDrop: caps{"NET_RAW"},
-			own: &api.Capabilities{Drop: caps{"NET_RAW"}}, wantSame: true},
-		{name: "ALL covers required drops", requiredDrop: caps{"NET_RAW", "SYS_ADMIN"},
-			own: &api.Capabilities{Drop: caps{"all"}}, wantSame: true},
-		{name: "defaults added", defaultAdd: caps{"NET_BIND_SERVICE"}, requiredDrop: caps{"ALL"},
-			want: &api.Capabilities{Add: caps{"NET_BIND_SERVICE"}, Drop: caps{"ALL"}}},
-		{name: "merged after the container's own, in order", defaultAdd: caps{"CHOWN", "KILL"}, requiredDrop: caps{"NET_RAW"},
-			own:  &api.Capabilities{Add: caps{"KILL", "SETUID"}, Drop: caps{"MKNOD"}},
-			want: &api.Capabilities{Add: caps{"KILL", "SETUID", "CHOWN"}, Drop: caps{"MKNOD", "NET_RAW"}}},
-		{name: "a dropped default is not added", defaultAdd: caps{"CHOWN"},
-			own: &api.Capabilities{Drop: caps{"CHOWN"}}, wantSame: true},
+		// 1.24: adds.
+		{name: "no required, no container requests", want: nil},
+		{name: "no required, no container requests, non-nil", own: &api.Capabilities{}, wantOwn: true},
+		{name: "required, no container requests", defaultAdd: caps{"foo"}, want: &api.Capabilities{Add: caps{"foo"}}},
+		{name: "required, container requests add required", defaultAdd: caps{"foo"},
+			own: &api.Capabilities{Add: caps{"foo"}}, wantOwn: true},
+		{name: "multiple required, container requests add required", defaultAdd: caps{"foo", "bar", "baz"},
+			own: &api.Capabilities{Add: caps{"foo"}}, want: &api.Capabilities{Add: caps{"bar", "baz", "foo"}}},
+		{name: "required, container requests add non-required", defaultAdd: caps{"foo"},
+			own: &api.Capabilities{Add: caps{"bar"}}, want: &api.Capabilities{Add: caps{"bar", "foo"}}},
+		{name: "generation does not mutate unnecessarily", defaultAdd: caps{"foo", "bar"},
+			own: &api.Capabilities{Add: caps{"foo", "foo", "bar", "baz"}}, wantOwn: true},
+		{name: "generation dedupes", defaultAdd: caps{"foo", "bar"},
+			own: &api.Capabilities{Add: caps{"foo", "baz"}}, want: &api.Capabilities{Add: caps{"bar", "baz", "foo"}}},
+		{name: "generation is case sensitive - will not dedupe", defaultAdd: caps{"foo"},
+			own: &api.Capabilities{Add: caps{"FOO"}}, want: &api.Capabilities{Add: caps{"FOO", "foo"}}},
+		// 1.24: drops.
+		{name: "required drops are defaulted", requiredDrop: caps{"foo"}, want: &api.Capabilities{Drop: caps{"foo"}}},
+		{name: "required drops are defaulted when making container requests", requiredDrop: caps{"baz"},
+			own: &api.Capabilities{Drop: caps{"foo", "bar"}}, want: &api.Capabilities{Drop: caps{"bar", "baz", "foo"}}},
+		{name: "required drops do not mutate unnecessarily", requiredDrop: caps{"baz"},
+			own: &api.Capabilities{Drop: caps{"foo", "bar", "baz"}}, wantOwn: true},
+		{name: "can drop a required add", defaultAdd: caps{"foo"}, own: &api.Capabilities{Drop: caps{"foo"}}, wantOwn: true},
+		{name: "can drop non-required add", defaultAdd: caps{"foo"},
+			own: &api.Capabilities{Drop: caps{"bar"}}, want: &api.Capabilities{Add: caps{"foo"}, Drop: caps{"bar"}}},
+		{name: "defaulting adds and drops, dropping a required add", defaultAdd: caps{"foo", "bar", "baz"}, requiredDrop: caps{"abc"},
+			own: &api.Capabilities{Drop: caps{"foo"}}, want: &api.Capabilities{Add: caps{"bar", "baz"}, Drop: caps{"abc", "foo"}}},
+		{name: "drop generation dedupes", requiredDrop: caps{"baz", "foo"},
+			own: &api.Capabilities{Drop: caps{"bar", "foo"}}, want: &api.Capabilities{Drop: caps{"bar", "baz", "foo"}}},
+		{name: "drop generation is case sensitive - will not dedupe", requiredDrop: caps{"bar"},
+			own: &api.Capabilities{Drop: caps{"BAR"}}, want: &api.Capabilities{Drop: caps{"BAR", "bar"}}},
+		// Ours: ALL is a name like any other, so the required drop is merged in (and the
+		// policy counts as one that changes the pod), as in 1.24.
+		{name: "dropping ALL still gets the required drops merged", requiredDrop: caps{"NET_RAW", "SYS_ADMIN"},
+			own: &api.Capabilities{Drop: caps{"ALL"}}, want: &api.Capabilities{Drop: caps{"ALL", "NET_RAW", "SYS_ADMIN"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := NewDefaultCapabilities(tc.defaultAdd, tc.requiredDrop, tc.allowed)
-			got, err := s.Generate(&api.Pod{}, container(tc.own))
+			s, err := NewDefaultCapabilities(tc.defaultAdd, tc.requiredDrop, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.wantSame {
+			own := container(tc.own)
+			before := own.DeepCopy()
+			got, err := s.Generate(&api.Pod{}, own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(own, before) {
+				t.Errorf("Generate changed the container: %+v, was %+v", own, before)
+			}
+			if tc.wantOwn {
 				if got != tc.own {
 					t.Fatalf("got %+v, want the container's own object", got)
 				}
 				return
 			}
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
+				t.Fatalf("got %#v, want %#v", got, tc.want)
 			}
 		})
 	}
 }
 
+// The cases of 1.24's TestValidateAdds and TestValidateDrops; the expected errors are 1.24's,
+// as 1.37's field errors render them.
 func TestValidate(t *testing.T) {
-	p := field.NewPath("spec", "containers").Index(0).Child("securityContext", "capabilities")
 	tests := []struct {
 		name                              string
 		defaultAdd, requiredDrop, allowed caps
 		caps                              *api.Capabilities
 		want                              []string
 	}{
-		{name: "nil with no requirements"},
-		{name: "nil with required drops", requiredDrop: caps{"ALL"},
-			want: []string{"spec.containers[0].securityContext.capabilities: Invalid value: null: required capabilities are not set on the securityContext"}},
-		{name: "add not allowed", caps: &api.Capabilities{Add: caps{"SYS_ADMIN"}},
-			want: []string{"spec.containers[0].securityContext.capabilities.add[0]: Invalid value: \"SYS_ADMIN\": capability may not be added"}},
-		{name: "add allowed", allowed: caps{"NET_ADMIN"}, caps: &api.Capabilities{Add: caps{"NET_ADMIN"}}},
-		{name: "add default", defaultAdd: caps{"CHOWN"}, caps: &api.Capabilities{Add: caps{"CHOWN"}}},
-		{name: "wildcard allows any add", allowed: caps{"*"}, caps: &api.Capabilities{Add: caps{"SYS_ADMIN", "NET_ADMIN"}}},
-		{name: "wildcard does not waive required drops", allowed: caps{"*"}, requiredDrop: caps{"NET_RAW"},
-			caps: &api.Capabilities{Add: caps{"SYS_ADMIN"}},
-			want: []string{"spec.containers[0].securityContext.capabilities.drop: Invalid value: null: NET_RAW is required to be dropped but was not found"}},
-		{name: "required drop missing", requiredDrop: caps{"ALL"}, caps: &api.Capabilities{Drop: caps{"NET_RAW"}},
-			want: []string{"spec.containers[0].securityContext.capabilities.drop: Invalid value: [\"NET_RAW\"]: ALL is required to be dropped but was not found"}},
-		{name: "required drop present", requiredDrop: caps{"NET_RAW"}, caps: &api.Capabilities{Drop: caps{"NET_RAW"}}},
-		{name: "ALL covers named drops", requiredDrop: caps{"NET_RAW"}, caps: &api.Capabilities{Drop: caps{"ALL"}}},
+		{name: "no required, no allowed, no container requests"},
+		{name: "no required, allowed, no container requests", allowed: caps{"foo"}},
+		{name: "required, no allowed, no container requests", defaultAdd: caps{"foo"},
+			want: []string{`capabilities: Invalid value: null: required capabilities are not set on the securityContext`}},
+		{name: "required, no allowed, container requests valid", defaultAdd: caps{"foo"}, caps: &api.Capabilities{Add: caps{"foo"}}},
+		{name: "required, no allowed, container requests invalid", defaultAdd: caps{"foo"}, caps: &api.Capabilities{Add: caps{"bar"}},
+			want: []string{`capabilities.add: Invalid value: "bar": capability may not be added`}},
+		{name: "no required, allowed, container requests valid", allowed: caps{"foo"}, caps: &api.Capabilities{Add: caps{"foo"}}},
+		{name: "no required, all allowed, container requests valid", allowed: caps{"*"}, caps: &api.Capabilities{Add: caps{"foo"}}},
+		{name: "no required, allowed, container requests invalid", allowed: caps{"foo"}, caps: &api.Capabilities{Add: caps{"bar"}},
+			want: []string{`capabilities.add: Invalid value: "bar": capability may not be added`}},
+		{name: "required, allowed, container requests valid required", defaultAdd: caps{"foo"}, allowed: caps{"bar"}, caps: &api.Capabilities{Add: caps{"foo"}}},
+		{name: "required, allowed, container requests valid allowed", defaultAdd: caps{"foo"}, allowed: caps{"bar"}, caps: &api.Capabilities{Add: caps{"bar"}}},
+		{name: "required, allowed, container requests invalid", defaultAdd: caps{"foo"}, allowed: caps{"bar"}, caps: &api.Capabilities{Add: caps{"baz"}},
+			want: []string{`capabilities.add: Invalid value: "baz": capability may not be added`}},
+		{name: "validation is case sensitive", defaultAdd: caps{"foo"}, caps: &api.Capabilities{Add: caps{"FOO"}},
+			want: []string{`capabilities.add: Invalid value: "FOO": capability may not be added`}},
+		{name: "required drop, no container requests", requiredDrop: caps{"foo"},
+			want: []string{`capabilities: Invalid value: null: required capabilities are not set on the securityContext`}},
+		{name: "required drop, container requests valid", requiredDrop: caps{"foo"}, caps: &api.Capabilities{Drop: caps{"foo"}}},
+		{name: "required drop, container requests invalid", requiredDrop: caps{"foo"}, caps: &api.Capabilities{Drop: caps{"bar"}},
+			want: []string{`capabilities.drop: Invalid value: ["bar"]: foo is required to be dropped but was not found`}},
+		{name: "drop validation is case sensitive", requiredDrop: caps{"foo"}, caps: &api.Capabilities{Drop: caps{"FOO"}},
+			want: []string{`capabilities.drop: Invalid value: ["FOO"]: foo is required to be dropped but was not found`}},
+		// Ours, as 1.24 behaved: ALL does not stand for a named drop (Generate merges it in).
+		{name: "ALL does not satisfy a named required drop", requiredDrop: caps{"NET_RAW"}, caps: &api.Capabilities{Drop: caps{"ALL"}},
+			want: []string{`capabilities.drop: Invalid value: ["ALL"]: NET_RAW is required to be dropped but was not found`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := NewDefaultCapabilities(tc.defaultAdd, tc.requiredDrop, tc.allowed)
+			s, err := NewDefaultCapabilities(tc.defaultAdd, tc.requiredDrop, tc.allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var got []string
-			for _, e := range s.Validate(p, &api.Pod{}, &api.Container{}, tc.caps) {
+			for _, e := range s.Validate(field.NewPath("capabilities"), &api.Pod{}, &api.Container{}, tc.caps) {
 				got = append(got, e.Error())
 			}
 			if !reflect.DeepEqual(got, tc.want) {

@@ -11,26 +11,17 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
 
-// safeSysctls is the kubelet's safe set as of Kubernetes 1.37
-// (k8s.io/kubernetes/pkg/kubelet/sysctl.safeSysctls): namespaced and isolated per pod. The
-// kubelet drops some of these on old kernels; the API server cannot know the node's kernel,
-// so the policy treats the whole list as safe and leaves kernel support to the kubelet.
-// Fixed in code on purpose: it must not depend on the API server host.
+// safeSysctls is the safe set PodSecurityPolicy used in 1.24 (the kubelet's of that time):
+// a pod may set these without allowedUnsafeSysctls naming them. The kubelet has called more
+// sysctls safe since; a policy written for 1.24 did not mean to allow those, so they need
+// allowedUnsafeSysctls here as they did then. Fixed in code on purpose: it must not depend on
+// the API server host or version.
 var safeSysctls = []string{
 	"kernel.shm_rmid_forced",
 	"net.ipv4.ip_local_port_range",
 	"net.ipv4.tcp_syncookies",
 	"net.ipv4.ping_group_range",
 	"net.ipv4.ip_unprivileged_port_start",
-	"net.ipv4.ip_local_reserved_ports",
-	"net.ipv4.tcp_keepalive_time",
-	"net.ipv4.tcp_fin_timeout",
-	"net.ipv4.tcp_keepalive_intvl",
-	"net.ipv4.tcp_keepalive_probes",
-	"net.ipv4.tcp_rmem",
-	"net.ipv4.tcp_wmem",
-	"net.ipv4.tcp_slow_start_after_idle",
-	"net.ipv4.tcp_notsent_lowat",
 }
 
 // SafeSysctlAllowlist returns a copy of the safe sysctl names.

@@ -38,7 +38,11 @@ func TestValidate(t *testing.T) {
 		want              []string
 	}{
 		{name: "no sysctls"},
-		{name: "safe allowed by default", sysctls: []string{"kernel.shm_rmid_forced", "net.ipv4.tcp_notsent_lowat", "net/ipv4/ip_local_port_range"}},
+		{name: "safe allowed by default", sysctls: []string{"kernel.shm_rmid_forced", "net.ipv4.ping_group_range", "net/ipv4/ip_local_port_range"}},
+		// 1.24's safe set is five; the kubelet's has grown since, and a 1.24 policy did not
+		// mean to allow what it could not know.
+		{name: "safe to the 1.37 kubelet but not to 1.24", sysctls: []string{"net.ipv4.tcp_keepalive_time"},
+			want: []string{`spec.securityContext.sysctls[0]: Forbidden: unsafe sysctl "net.ipv4.tcp_keepalive_time" is not allowed`}},
 		{name: "unsafe rejected", sysctls: []string{"kernel.msgmax"},
 			want: []string{`spec.securityContext.sysctls[0]: Forbidden: unsafe sysctl "kernel.msgmax" is not allowed`}},
 		{name: "unsafe allowed exactly", unsafe: []string{"kernel.msgmax"}, sysctls: []string{"kernel.msgmax"}},
@@ -61,6 +65,39 @@ func TestValidate(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The cases of 1.24's mustmatchpatterns_test.go: each allowed name passes in one pod, each
+// disallowed name fails alone.
+func TestValidate124(t *testing.T) {
+	tests := []struct {
+		name                           string
+		safe, forbidden, allowedUnsafe []string
+		allowed, disallowed            []string
+	}{
+		{name: "with allow all", safe: []string{"foo"}, allowed: []string{"foo"}},
+		{name: "empty", safe: []string{"foo"}, forbidden: []string{"*"}, disallowed: []string{"foo"}},
+		{name: "without wildcard", safe: []string{"a", "a.b"}, allowed: []string{"a", "a.b"}, disallowed: []string{"b"}},
+		{name: "with catch-all wildcard and non-wildcard", allowedUnsafe: []string{"a.b.c", "*"}, allowed: []string{"a", "a.b", "a.b.c", "b"}},
+		{name: "without catch-all wildcard", allowedUnsafe: []string{"a.*", "b.*", "c.d.e", "d.e.f.*"},
+			allowed: []string{"a.b", "b.c", "c.d.e", "d.e.f.g.h"}, disallowed: []string{"a", "b", "c", "c.d", "d.e", "d.e.f"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewMustMatchPatterns(tc.safe, tc.allowedUnsafe, tc.forbidden)
+			if errs := s.Validate(&api.Pod{}); len(errs) != 0 {
+				t.Errorf("a pod without sysctls: %v", errs)
+			}
+			if errs := s.Validate(podWith(tc.allowed...)); len(errs) != 0 {
+				t.Errorf("allowed %v: %v", tc.allowed, errs)
+			}
+			for _, name := range tc.disallowed {
+				if errs := s.Validate(podWith(name)); len(errs) != 1 {
+					t.Errorf("%q: %d errors, want 1", name, len(errs))
+				}
 			}
 		})
 	}

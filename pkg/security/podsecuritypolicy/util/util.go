@@ -190,13 +190,13 @@ func FormatRanges(ranges []policy.IDRange) string {
 	return b.String()
 }
 
-// FormatHostPortRanges renders host port ranges like FormatRanges.
+// FormatHostPortRanges renders host port ranges as 1.24's refusal did: "[80,8000-8080]".
 func FormatHostPortRanges(ranges []policy.HostPortRange) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, r := range ranges {
 		if i > 0 {
-			b.WriteString(", ")
+			b.WriteByte(',')
 		}
 		b.WriteString(strconv.Itoa(int(r.Min)))
 		if r.Max != r.Min {
@@ -227,4 +227,35 @@ func LookupAnnotation(m map[string]string, prefix, name string) (string, bool) {
 	key := append(append(buf[:0], prefix...), name...)
 	v, ok := m[string(key)]
 	return v, ok
+}
+
+// IsOnlyServiceAccountTokenSources reports whether a projected volume holds nothing but what
+// the ServiceAccount admission plugin injects for a pod's API credentials: the token at path
+// "token" for the API server's own audience, the kube-root-ca.crt ConfigMap and the pod's
+// namespace through the downward API. 1.24 treats such a volume as a secret volume, so that
+// policies written before bound tokens (allowing "secret" but not "projected") keep admitting
+// ordinary pods.
+func IsOnlyServiceAccountTokenSources(v *api.ProjectedVolumeSource) bool {
+	for i := range v.Sources {
+		s := &v.Sources[i]
+		if s.ServiceAccountToken == nil && s.ConfigMap == nil && s.DownwardAPI == nil {
+			return false
+		}
+		// Each set source is judged (pod validation later refuses a projection that sets two).
+		if t := s.ServiceAccountToken; t != nil && (t.Path != "token" || t.Audience != "") {
+			return false
+		}
+		if s.ConfigMap != nil && s.ConfigMap.Name != "kube-root-ca.crt" {
+			return false
+		}
+		if s.DownwardAPI != nil {
+			for _, item := range s.DownwardAPI.Items {
+				if item.Path != "namespace" || item.FieldRef == nil ||
+					item.FieldRef.APIVersion != "v1" || item.FieldRef.FieldPath != "metadata.namespace" {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

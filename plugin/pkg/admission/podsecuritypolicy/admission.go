@@ -38,6 +38,7 @@ import (
 	rbacregistry "k8s.io/kubernetes/pkg/registry/rbac"
 
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
 	psp "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy"
@@ -78,6 +79,10 @@ type Plugin struct {
 	policies     atomic.Pointer[[]*compiledPolicy]
 	ready        func() bool
 	readyTimeout time.Duration
+
+	// deferRefusals: the plugin's enforcement mode is Warn or Audit, so Admit leaves a pod
+	// no policy admits unchanged, for Validate to refuse (and the mode to admit, recorded).
+	deferRefusals bool
 }
 
 var (
@@ -87,6 +92,7 @@ var (
 	_ genericadmissioninit.WantsAuthorizer          = &Plugin{}
 	_ genericadmissioninit.WantsDynamicClient       = &Plugin{}
 	_ genericadmissioninit.WantsDrainedNotification = &Plugin{}
+	_ enforcement.RefusalDeferrer                   = &Plugin{}
 )
 
 // New returns a PodSecurityPolicy plugin handling CREATE and UPDATE.
@@ -106,6 +112,12 @@ func (p *Plugin) SetAuthorizer(authz authorizer.Authorizer) { p.authz = authz }
 
 // SetDynamicClient receives the loopback dynamic client, used to watch policies.
 func (p *Plugin) SetDynamicClient(client dynamic.Interface) { p.dynamicClient = client }
+
+// DeferRefusalsToValidation is called when the plugin's enforcement mode is Warn or Audit:
+// a pod no policy admits then passes Admit unchanged (no defaults, no kubernetes.io/psp) and
+// is refused by Validate, which the mode admits and records. A pod some policy admits gets
+// that policy's defaults as under Deny, so turning Deny on changes no admitted pod.
+func (p *Plugin) DeferRefusalsToValidation() { p.deferRefusals = true }
 
 // SetDrainedNotification receives the channel closed when the server has drained.
 func (p *Plugin) SetDrainedNotification(drained <-chan struct{}) { p.drained = drained }
@@ -240,14 +252,15 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		return nil
 	}
 	if !p.waitForReady(ctx) {
-		return admission.NewForbidden(a, errors.New("not yet ready to handle request"))
+		return p.refuseInAdmit(admission.NewForbidden(a, errors.New("not yet ready to handle request")))
 	}
 	allowed, name, errs, err := p.computeSecurityContext(ctx, a, pod, true, "")
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return p.refuseInAdmit(admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
 	}
 	if allowed == nil {
-		return admission.NewForbidden(a, fmt.Errorf("unable to validate against any pod security policy: %v", errs))
+		// 1.24's wording, which runbooks and alerts match.
+		return p.refuseInAdmit(admission.NewForbidden(a, fmt.Errorf("%s: unable to admit pod: %v", PluginName, errs)))
 	}
 	*pod = *allowed
 	if pod.Annotations == nil {
@@ -258,6 +271,16 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		klog.ErrorS(err, "Failed to add the audit annotation", "plugin", PluginName)
 	}
 	return nil
+}
+
+// refuseInAdmit returns Admit's refusal, or nil when refusals are deferred to Validate
+// (DeferRefusalsToValidation): Validate then refuses the unchanged pod for the same reason,
+// as no policy that admits it unchanged can exist where none admits it at all.
+func (p *Plugin) refuseInAdmit(err error) error {
+	if p.deferRefusals {
+		return nil
+	}
+	return err
 }
 
 // Validate admits a pod that a usable policy admits unchanged; the policy named in its
@@ -272,10 +295,10 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	}
 	allowed, name, errs, err := p.computeSecurityContext(ctx, a, pod, false, pod.Annotations[ValidatedPSPAnnotation])
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
 	}
 	if allowed == nil {
-		return admission.NewForbidden(a, fmt.Errorf("unable to validate against any pod security policy: %v", errs))
+		return admission.NewForbidden(a, fmt.Errorf("%s: unable to validate pod: %v", PluginName, errs))
 	}
 	if err := a.AddAnnotation(auditKeyPrefix+"/validate-policy", name); err != nil {
 		klog.ErrorS(err, "Failed to add the audit annotation", "plugin", PluginName)
@@ -325,7 +348,7 @@ func (p *Plugin) computeSecurityContext(ctx context.Context, a admission.Attribu
 			rejections = append(rejections, errs...)
 			continue
 		}
-		changed := securityChanged(pod, candidate)
+		changed := securityChanged(pod, candidate, mutationAllowed)
 		if changed && !mutationAllowed {
 			continue
 		}
@@ -345,14 +368,27 @@ func (p *Plugin) computeSecurityContext(ctx context.Context, a admission.Attribu
 	return nil, "", rejections, nil
 }
 
-// securityChanged reports whether applying a policy changed the pod. A policy's defaults
-// reach only the pod's and its containers' security contexts and its runtime class, so only
-// those are compared, rather than the whole pod (which costs most of an admission);
-// TestSecurityChangedSeesEveryChange holds the providers to that.
-func securityChanged(before, after *api.Pod) bool {
+// securityChanged reports whether applying a policy changed the pod, as 1.24 judged it. A
+// policy's defaults reach only the pod's and its containers' security contexts and its
+// runtime class, so only those are compared, rather than the whole pod (which costs most of
+// an admission); TestSecurityChangedSeesEveryChange holds the providers to that. The pod's
+// seccomp profile is judged as 1.24 judged its annotation (seccompChanged).
+func securityChanged(before, after *api.Pod, mutating bool) bool {
 	equal := apiequality.Semantic.DeepEqual
-	if !equal(before.Spec.SecurityContext, after.Spec.SecurityContext) || !equal(before.Spec.RuntimeClassName, after.Spec.RuntimeClassName) {
+	if seccompChanged(before, after, mutating) || !equal(before.Spec.RuntimeClassName, after.Spec.RuntimeClassName) {
 		return true
+	}
+	if b, a := before.Spec.SecurityContext, after.Spec.SecurityContext; b != a {
+		if b == nil || a == nil {
+			// Only a new profile field could make one out of none, and seccompChanged has
+			// judged that.
+			b, a = nonNil(b), nonNil(a)
+		}
+		bc, ac := *b, *a
+		bc.SeccompProfile, ac.SeccompProfile = nil, nil
+		if !equal(&bc, &ac) {
+			return true
+		}
 	}
 	for i := range before.Spec.InitContainers {
 		if !equal(before.Spec.InitContainers[i].SecurityContext, after.Spec.InitContainers[i].SecurityContext) {
@@ -370,6 +406,42 @@ func securityChanged(before, after *api.Pod) bool {
 		}
 	}
 	return false
+}
+
+func nonNil(sc *api.PodSecurityContext) *api.PodSecurityContext {
+	if sc == nil {
+		return &api.PodSecurityContext{}
+	}
+	return sc
+}
+
+// seccompChanged judges the pod-level seccomp profile as 1.24 did, where the profile lived in
+// the seccomp.security.alpha.kubernetes.io/pod annotation and the policy wrote whatever the
+// pod ended with into it:
+//   - a pod with the annotation is never changed (1.24 kept it; our provider only copies it
+//     into the field 1.37 nodes read), so pods created with only the annotation, such as
+//     those created while the plugin was off, are admitted on update as 1.24 admitted them;
+//   - when defaults may be applied (a new pod), a pod that ends with a profile but had no
+//     annotation counts as changed, whether the profile is its own field or the policy's
+//     default: 1.24 added the annotation in both cases, which decides the policy chosen;
+//   - otherwise (an update, or the validating phase) only a new profile counts, as 1.24's
+//     pods then carried the annotation the registry synced from the field.
+func seccompChanged(before, after *api.Pod, mutating bool) bool {
+	if before.Annotations[api.SeccompPodAnnotationKey] != "" {
+		return false
+	}
+	b, a := podSeccompProfile(before), podSeccompProfile(after)
+	if mutating && a != nil {
+		return true
+	}
+	return !apiequality.Semantic.DeepEqual(b, a)
+}
+
+func podSeccompProfile(pod *api.Pod) *api.SeccompProfile {
+	if pod.Spec.SecurityContext == nil {
+		return nil
+	}
+	return pod.Spec.SecurityContext.SeccompProfile
 }
 
 // applyPolicy applies a policy's defaults to the pod, then validates it.

@@ -175,7 +175,7 @@ func TestSelection(t *testing.T) {
 			policies:  []*policy.PodSecurityPolicy{unprivileged("p")},
 			grants:    grants{"p": {{"alice", "elsewhere", "policy"}, {defaultSA, "elsewhere", "policy"}}},
 			pod:       newPod(nil),
-			wantError: "unable to validate against any pod security policy: []",
+			wantError: "PodSecurityPolicy: unable to admit pod: []",
 		},
 		{
 			name:       "a cluster-wide grant counts in every namespace",
@@ -189,7 +189,7 @@ func TestSelection(t *testing.T) {
 			policies:  []*policy.PodSecurityPolicy{unprivileged("granted"), unprivileged("not-granted")},
 			grants:    grants{"granted": {{"alice", "ns", "policy"}}},
 			pod:       newPod(privileged),
-			wantError: "unable to validate against any pod security policy: [spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed]",
+			wantError: "PodSecurityPolicy: unable to admit pod: [spec.containers[0].securityContext.privileged: Invalid value: true: Privileged containers are not allowed]",
 		},
 		{
 			name:       "a usable policy that admits it is found past one that does not",
@@ -202,7 +202,7 @@ func TestSelection(t *testing.T) {
 			name:      "no policy at all refuses every pod",
 			grants:    grants{},
 			pod:       newPod(nil),
-			wantError: "no providers available to validate pod request",
+			wantError: "PodSecurityPolicy: no providers available to validate pod request",
 		},
 	}
 	for _, tc := range tests {
@@ -400,10 +400,167 @@ func TestSecurityChangedSeesEveryChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			whole := !apiequality.Semantic.DeepEqual(pod, candidate)
-			if got := securityChanged(pod, candidate); got != whole {
+			// Outside the mutating phase nothing is judged by 1.24's annotation rule that a
+			// comparison of the whole pod would not see.
+			if got := securityChanged(pod, candidate, false); got != whole {
 				t.Errorf("securityChanged = %v, but the whole pod changed: %v", got, whole)
 			}
 		})
+	}
+}
+
+// TestDeferredRefusals: in Warn or Audit mode the mutating phase leaves a pod no policy
+// admits unchanged and the validating phase refuses it (for the mode to admit and record,
+// once); a pod a policy admits is defaulted as under Deny.
+func TestDeferredRefusals(t *testing.T) {
+	p := newTestPlugin(t, grants{"defaulting": {{"alice", "ns", "policy"}}}, defaulting("defaulting"))
+	p.DeferRefusalsToValidation()
+
+	privileged := newPod(func(p *api.Pod) { p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)} })
+	pod := privileged.DeepCopy()
+	attrs := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("v1"), "ns", "web",
+		api.Resource("pods").WithVersion("v1"), "", admission.Create, nil, false, alice)
+	if err := p.Admit(context.Background(), attrs, nil); err != nil {
+		t.Fatalf("Admit refused with refusals deferred: %v", err)
+	}
+	if !apiequality.Semantic.DeepEqual(pod, privileged) {
+		t.Errorf("Admit changed a pod no policy admits: %+v", pod)
+	}
+	err := p.Validate(context.Background(), attrs, nil)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurityPolicy: unable to validate pod: [spec.containers[0].securityContext.privileged") {
+		t.Errorf("Validate: want 403 naming the reason, got %v", err)
+	}
+
+	admitted, err := admit(t, p, newPod(nil), alice, admission.Create, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := admitted.Spec.Containers[0].SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 {
+		t.Errorf("a pod the policy admits was not defaulted: %+v", admitted.Spec.Containers[0].SecurityContext)
+	}
+}
+
+// TestSeccompJudgedAs124 holds the choice of policy, and what an update may be, to 1.24's
+// reading of the seccomp pod annotation (seccompChanged).
+func TestSeccompJudgedAs124(t *testing.T) {
+	allowAnyProfile := func(p *policy.PodSecurityPolicy) *policy.PodSecurityPolicy {
+		p.Annotations = map[string]string{policy.SeccompAllowedProfilesAnnotationKey: "*"}
+		return p
+	}
+	// a-defaulting sets runAsUser; b-unchanged sets nothing: 1.24 preferred b for a pod it
+	// would not change at all, and took the first (a) when both change it.
+	policies := []*policy.PodSecurityPolicy{allowAnyProfile(defaulting("a-defaulting")), allowAnyProfile(unprivileged("b-unchanged"))}
+	g := grants{"a-defaulting": {{"alice", "ns", "policy"}}, "b-unchanged": {{"alice", "ns", "policy"}}}
+	withField := func(p *api.Pod) {
+		p.Spec.SecurityContext = &api.PodSecurityContext{SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}}
+	}
+	withAnnotation := func(p *api.Pod) {
+		p.Annotations = map[string]string{api.SeccompPodAnnotationKey: "runtime/default"}
+	}
+	tests := []struct {
+		name       string
+		pod        *api.Pod
+		wantPolicy string
+	}{
+		// 1.24 wrote the field's profile into the annotation: every policy changed the pod.
+		{"a profile only in the field: the first policy", newPod(withField), "a-defaulting"},
+		// 1.24 kept the annotation as it was.
+		{"a profile only in the annotation: the policy that changes nothing", newPod(withAnnotation), "b-unchanged"},
+		{"both: the policy that changes nothing", newPod(func(p *api.Pod) { withField(p); withAnnotation(p) }), "b-unchanged"},
+		{"no profile: the policy that changes nothing", newPod(nil), "b-unchanged"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPlugin(t, g, policies...)
+			pod, err := admit(t, p, tc.pod.DeepCopy(), alice, admission.Create, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pod.Annotations[ValidatedPSPAnnotation]; got != tc.wantPolicy {
+				t.Errorf("admitted by %q, want %q", got, tc.wantPolicy)
+			}
+		})
+	}
+
+	// A pod carrying only the annotation (created while the plugin was off, or by an old
+	// client) may be updated: 1.24 did not count it as changed by any policy.
+	t.Run("an update of a pod with only the annotation is admitted", func(t *testing.T) {
+		p := newTestPlugin(t, grants{"b-unchanged": {{"alice", "ns", "policy"}}}, allowAnyProfile(unprivileged("b-unchanged")))
+		stored := newPod(withAnnotation)
+		updated := stored.DeepCopy()
+		updated.Labels = map[string]string{"debug": "true"}
+		if _, err := admit(t, p, updated, alice, admission.Update, "", stored); err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	})
+	t.Run("an update of a pod without a profile that a default would give one is refused", func(t *testing.T) {
+		defaults := allowAnyProfile(unprivileged("defaults"))
+		defaults.Annotations[policy.SeccompDefaultProfileAnnotationKey] = "runtime/default"
+		p := newTestPlugin(t, grants{"defaults": {{"alice", "ns", "policy"}}}, defaults)
+		stored := newPod(nil)
+		updated := stored.DeepCopy()
+		updated.Labels = map[string]string{"debug": "true"}
+		_, err := admit(t, p, updated, alice, admission.Update, "", stored)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurityPolicy: unable to validate pod: []") {
+			t.Errorf("want 403 with 1.24's validating wording, got %v", err)
+		}
+	})
+}
+
+// TestServiceAccountTokenVolumeIsASecret: a policy allowing secret volumes but not projected
+// ones admits the volume the ServiceAccount plugin injects, as 1.24 did, and nothing more.
+func TestServiceAccountTokenVolumeIsASecret(t *testing.T) {
+	secretsOnly := unprivileged("secrets-only")
+	secretsOnly.Spec.Volumes = []policy.FSType{policy.Secret}
+	tokenVolume := func(mutate func(*api.ProjectedVolumeSource)) func(*api.Pod) {
+		return func(p *api.Pod) {
+			src := &api.ProjectedVolumeSource{Sources: []api.VolumeProjection{
+				{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(3607))}},
+				{ConfigMap: &api.ConfigMapProjection{LocalObjectReference: api.LocalObjectReference{Name: "kube-root-ca.crt"},
+					Items: []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				{DownwardAPI: &api.DownwardAPIProjection{Items: []api.DownwardAPIVolumeFile{{Path: "namespace",
+					FieldRef: &api.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+			}}
+			if mutate != nil {
+				mutate(src)
+			}
+			p.Spec.Volumes = []api.Volume{{Name: "kube-api-access-x7k2p", VolumeSource: api.VolumeSource{Projected: src}}}
+		}
+	}
+	tests := []struct {
+		name    string
+		pod     *api.Pod
+		allowed bool
+	}{
+		{"the injected token volume", newPod(tokenVolume(nil)), true},
+		{"a token for another audience", newPod(tokenVolume(func(s *api.ProjectedVolumeSource) { s.Sources[0].ServiceAccountToken.Audience = "vault" })), false},
+		{"a token at another path", newPod(tokenVolume(func(s *api.ProjectedVolumeSource) { s.Sources[0].ServiceAccountToken.Path = "other" })), false},
+		{"another ConfigMap", newPod(tokenVolume(func(s *api.ProjectedVolumeSource) { s.Sources[1].ConfigMap.Name = "app-config" })), false},
+		{"another downward API field", newPod(tokenVolume(func(s *api.ProjectedVolumeSource) {
+			s.Sources[2].DownwardAPI.Items[0].FieldRef.FieldPath = "metadata.labels"
+		})), false},
+		{"a projected secret", newPod(tokenVolume(func(s *api.ProjectedVolumeSource) {
+			s.Sources = append(s.Sources, api.VolumeProjection{Secret: &api.SecretProjection{LocalObjectReference: api.LocalObjectReference{Name: "s"}}})
+		})), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPlugin(t, grants{"secrets-only": {{"alice", "ns", "policy"}}}, secretsOnly)
+			_, err := admit(t, p, tc.pod, alice, admission.Create, "", nil)
+			switch {
+			case tc.allowed && err != nil:
+				t.Errorf("refused: %v", err)
+			case !tc.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "projected volumes are not allowed to be used")):
+				t.Errorf("want 403 naming projected volumes, got %v", err)
+			}
+		})
+	}
+	// Without secret allowed, the token volume is a projected volume like any other.
+	noVolumes := unprivileged("no-volumes")
+	noVolumes.Spec.Volumes = []policy.FSType{policy.ConfigMap}
+	p := newTestPlugin(t, grants{"no-volumes": {{"alice", "ns", "policy"}}}, noVolumes)
+	if _, err := admit(t, p, newPod(tokenVolume(nil)), alice, admission.Create, "", nil); !apierrors.IsForbidden(err) {
+		t.Errorf("a policy allowing neither secret nor projected admitted the token volume: %v", err)
 	}
 }
 

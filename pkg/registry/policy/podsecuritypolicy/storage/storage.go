@@ -4,6 +4,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,6 +40,8 @@ func NewREST(optsGetter generic.RESTOptionsGetter) (*REST, error) {
 		CreateStrategy: podsecuritypolicy.Strategy,
 		UpdateStrategy: podsecuritypolicy.Strategy,
 		DeleteStrategy: podsecuritypolicy.Strategy,
+		// DELETE answers with the deleted policy, as 1.24 did, not with a Status.
+		ReturnDeletedObject: true,
 
 		TableConvertor: tableConvertor{},
 	}
@@ -54,7 +57,8 @@ func (r *REST) ShortNames() []string { return []string{"psp"} }
 // Categories: PodSecurityPolicy was in no category in 1.24.
 func (r *REST) Categories() []string { return nil }
 
-// tableConvertor prints the columns kubectl get psp printed in 1.24.
+// tableConvertor prints the columns kubectl get psp printed in 1.24: their names, and the
+// cells as 1.24 formatted them (Priv as text); 1.24 printed no age.
 type tableConvertor struct{}
 
 var columns = []metav1.TableColumnDefinition{
@@ -63,11 +67,10 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Caps", Type: "string", Description: "Capabilities containers may add."},
 	{Name: "SELinux", Type: "string", Description: "The SELinux context strategy."},
 	{Name: "RunAsUser", Type: "string", Description: "The user ID strategy."},
-	{Name: "FSGroup", Type: "string", Description: "The fsGroup strategy."},
+	{Name: "FsGroup", Type: "string", Description: "The fsGroup strategy."},
 	{Name: "SupGroup", Type: "string", Description: "The supplemental groups strategy."},
-	{Name: "ReadOnlyRootFS", Type: "boolean", Description: "Whether containers must run with a read-only root filesystem."},
+	{Name: "ReadOnlyRootFs", Type: "string", Description: "Whether containers must run with a read-only root filesystem."},
 	{Name: "Volumes", Type: "string", Description: "The volume types pods may use."},
-	{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
@@ -75,7 +78,7 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, tabl
 	if opt, ok := tableOptions.(*metav1.TableOptions); !ok || !opt.NoHeaders {
 		table.ColumnDefinitions = columns
 	}
-	fn := func(obj runtime.Object, m metav1.Object, name, age string) ([]interface{}, error) {
+	fn := func(obj runtime.Object, m metav1.Object, name, _ string) ([]interface{}, error) {
 		psp, ok := obj.(*policy.PodSecurityPolicy)
 		if !ok {
 			return nil, fmt.Errorf("not a PodSecurityPolicy: %T", obj)
@@ -89,8 +92,8 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, tabl
 		for i, v := range s.Volumes {
 			volumes[i] = string(v)
 		}
-		return []interface{}{name, s.Privileged, strings.Join(caps, ","), string(s.SELinux.Rule), string(s.RunAsUser.Rule),
-			string(s.FSGroup.Rule), string(s.SupplementalGroups.Rule), s.ReadOnlyRootFilesystem, strings.Join(volumes, ","), age}, nil
+		return []interface{}{name, strconv.FormatBool(s.Privileged), strings.Join(caps, ","), string(s.SELinux.Rule), string(s.RunAsUser.Rule),
+			string(s.FSGroup.Rule), string(s.SupplementalGroups.Rule), s.ReadOnlyRootFilesystem, strings.Join(volumes, ",")}, nil
 	}
 	var err error
 	table.Rows, err = metatable.MetaToTableRow(obj, fn)
