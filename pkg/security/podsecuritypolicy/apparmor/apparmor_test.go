@@ -132,3 +132,82 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// The cases of 1.24's strategy_test.go (TestGenerate, TestValidate), whose pods carry the
+// legacy per-container annotation: every policy × pod combination, with 1.24's verdict. 1.24
+// wrote a default into the container's annotation; this strategy sets the pod-level field,
+// so "defaulted" is a pod-level RuntimeDefault here.
+func TestStrategy124(t *testing.T) {
+	const name = "test-c"
+	key := api.DeprecatedAppArmorAnnotationKeyPrefix + name
+	pods := map[string]map[string]string{
+		"without AppArmor": {"foo": "bar"},
+		"runtime/default":  {"foo": "bar", key: "runtime/default"},
+		"localhost/foo":    {"foo": "bar", key: "localhost/foo"},
+		"localhost/bad":    {"foo": "bar", key: "localhost/bad"},
+	}
+	policies := map[string]map[string]string{
+		"no AppArmor":                {"foo": "bar"},
+		"unconstrained with default": {policy.AppArmorDefaultProfileAnnotationKey: "runtime/default"},
+		"constrained":                {policy.AppArmorAllowedProfilesAnnotationKey: "runtime/default,localhost/foo"},
+		"constrained with default": {policy.AppArmorDefaultProfileAnnotationKey: "runtime/default",
+			policy.AppArmorAllowedProfilesAnnotationKey: "runtime/default,localhost/foo"},
+	}
+	tests := []struct {
+		policy, pod string
+		defaulted   bool
+		refused     bool
+	}{
+		{"no AppArmor", "without AppArmor", false, false},
+		{"unconstrained with default", "without AppArmor", true, false},
+		{"constrained", "without AppArmor", false, true},
+		{"constrained with default", "without AppArmor", true, true}, // refused as it is; the default makes it pass
+		{"no AppArmor", "localhost/bad", false, false},
+		{"unconstrained with default", "localhost/bad", false, false},
+		{"constrained", "localhost/bad", false, true},
+		{"constrained with default", "localhost/bad", false, true},
+	}
+	// A pod naming an allowed profile is left alone and admitted by every policy.
+	for _, p := range []string{"runtime/default", "localhost/foo"} {
+		for policyName := range policies {
+			tests = append(tests, struct {
+				policy, pod string
+				defaulted   bool
+				refused     bool
+			}{policyName, p, false, false})
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.policy+"/"+tc.pod, func(t *testing.T) {
+			s, err := NewStrategy(policies[tc.policy])
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &api.Pod{}
+			pod.Annotations = pods[tc.pod]
+			pod.Spec.Containers = []api.Container{{Name: name, Image: "busybox"}}
+			generated, err := s.Generate(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := generated != nil; got != tc.defaulted {
+				t.Errorf("defaulted: %v (%+v), want %v", got, generated, tc.defaulted)
+			}
+			path := field.NewPath("spec", "containers").Index(0).Child("securityContext")
+			errs := append(s.ValidatePod(pod), s.ValidateContainer(pod, &pod.Spec.Containers[0], path)...)
+			if got := len(errs) > 0; got != tc.refused {
+				t.Errorf("refused: %v (%v), want %v", got, errs, tc.refused)
+			}
+			if tc.refused && len(errs) != 1 {
+				t.Errorf("%d errors, want 1 as in 1.24: %v", len(errs), errs)
+			}
+			if generated != nil {
+				// Once defaulted, the pod passes: the pod-level profile is inherited.
+				pod.Spec.SecurityContext = &api.PodSecurityContext{AppArmorProfile: generated}
+				if errs := append(s.ValidatePod(pod), s.ValidateContainer(pod, &pod.Spec.Containers[0], path)...); len(errs) != 0 {
+					t.Errorf("refused once defaulted: %v", errs)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package group
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -118,6 +119,68 @@ func TestValidateSingle(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The cases of 1.24's mustrunas_test.go and mayrunas_test.go (TestValidate,
+// TestMayRunAsValidate): the same inputs and verdicts; the ranges in the messages are printed
+// as "[1-3, 4]" where 1.24 printed Go's "[{1 3} {4 4}]".
+func TestValidate124(t *testing.T) {
+	r := func(pairs ...int64) []policy.IDRange {
+		var out []policy.IDRange
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, policy.IDRange{Min: pairs[i], Max: pairs[i+1]})
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		required bool // MustRunAs; else MayRunAs
+		ranges   []policy.IDRange
+		groups   []int64
+		want     []string // parts of each error, in order
+	}{
+		{name: "MustRunAs: nil security context", required: true, ranges: r(1, 3), want: []string{"unable to validate empty groups against required ranges"}},
+		{name: "MustRunAs: empty groups", required: true, ranges: r(1, 3), groups: []int64{}, want: []string{"unable to validate empty groups against required ranges"}},
+		{name: "MustRunAs: not in range", required: true, ranges: r(1, 3, 4, 4), groups: []int64{5}, want: []string{"group 5 must be in the ranges: [1-3, 4]"}},
+		{name: "MustRunAs: in range 1", required: true, ranges: r(1, 3), groups: []int64{2}},
+		{name: "MustRunAs: in range boundary min", required: true, ranges: r(1, 3), groups: []int64{1}},
+		{name: "MustRunAs: in range boundary max", required: true, ranges: r(1, 3), groups: []int64{3}},
+		{name: "MustRunAs: singular range", required: true, ranges: r(4, 4), groups: []int64{4}},
+		{name: "MayRunAs: empty groups", ranges: r(1, 3)},
+		{name: "MayRunAs: not in range", ranges: r(1, 3, 4, 4), groups: []int64{5}, want: []string{"group 5 must be in the ranges: [1-3, 4]"}},
+		{name: "MayRunAs: not in ranges - multiple groups", ranges: r(1, 3, 15, 70), groups: []int64{5, 10, 2020}, want: []string{
+			"group 5 must be in the ranges: [1-3, 15-70]", "group 10 must be in the ranges: [1-3, 15-70]", "group 2020 must be in the ranges: [1-3, 15-70]"}},
+		{name: "MayRunAs: not in ranges - one of multiple groups does not match", ranges: r(1, 5, 8, 12, 15, 70), groups: []int64{5, 10, 2020},
+			want: []string{"group 2020 must be in the ranges: [1-5, 8-12, 15-70]"}},
+		{name: "MayRunAs: in range 1", ranges: r(1, 3), groups: []int64{2}},
+		{name: "MayRunAs: in range boundary min", ranges: r(1, 3), groups: []int64{1}},
+		{name: "MayRunAs: in range boundary max", ranges: r(1, 3), groups: []int64{3}},
+		{name: "MayRunAs: singular range", ranges: r(4, 4), groups: []int64{4}},
+		{name: "MayRunAs: in one of multiple ranges", ranges: r(1, 4, 10, 15), groups: []int64{4}},
+		{name: "MayRunAs: multiple groups matches one range", ranges: r(1, 20), groups: []int64{4, 8, 12}},
+		{name: "MayRunAs: multiple groups match multiple ranges", ranges: r(1, 4, 200, 2000, 7, 11, 5, 7, 17, 53, 12, 71), groups: []int64{4, 8, 12}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newStrategy := NewMayRunAs
+			if tc.required {
+				newStrategy = NewMustRunAs
+			}
+			s, err := newStrategy(tc.ranges)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := s.Validate(field.NewPath(""), &api.Pod{}, tc.groups)
+			if len(errs) != len(tc.want) {
+				t.Fatalf("errors %v, want %d containing %q", errs, len(tc.want), tc.want)
+			}
+			for i, want := range tc.want {
+				if !strings.Contains(errs[i].Error(), want) {
+					t.Errorf("error %d: %q, want it to contain %q", i, errs[i].Error(), want)
+				}
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package seccomp
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -163,4 +164,82 @@ func TestValidateContainer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The cases of 1.24's strategy_test.go (TestValidatePod, TestValidateContainer), with 1.24's
+// profile names "foo" and "bar" written as the valid "localhost/foo" and "localhost/bar"
+// (1.37 pod validation refuses any other; 1.24's case pairing the name "foo" with the field
+// localhost/foo only tested that mismatch, and is left out). A pod and its containers are
+// judged together: a profile set on the pod is reported once, at the pod, where 1.24 also
+// repeated it for every container inheriting it.
+func TestValidate124(t *testing.T) {
+	const c = "container"
+	foo, bar := "localhost/foo", "localhost/bar"
+	podAnn := func(v string) map[string]string { return map[string]string{api.SeccompPodAnnotationKey: v} }
+	containerAnn := func(v string) map[string]string {
+		return map[string]string{api.SeccompContainerAnnotationKeyPrefix + c: v}
+	}
+	fooField := &api.SeccompProfile{Type: api.SeccompProfileTypeLocalhost, LocalhostProfile: str("foo")}
+	barField := &api.SeccompProfile{Type: api.SeccompProfileTypeLocalhost, LocalhostProfile: str("bar")}
+	withoutSeccomp := map[string]string{"foo": "bar"}
+	allowSpecific := map[string]string{policy.SeccompAllowedProfilesAnnotationKey: foo}
+	allowAny := map[string]string{policy.SeccompAllowedProfilesAnnotationKey: "*"}
+	tests := []struct {
+		name                     string
+		psp, ann                 map[string]string
+		podField, containerField *api.SeccompProfile
+		want                     string // a part of the only error; empty: admitted
+	}{
+		// TestValidatePod.
+		{name: "pod: no pod annotations, required profiles", psp: allowSpecific, want: "seccomp profile must be set. Valid values are localhost/foo"},
+		{name: "pod: no pod annotations, no required profiles", psp: withoutSeccomp},
+		{name: "pod: valid pod annotations, required profiles", psp: allowSpecific, ann: podAnn(foo)},
+		{name: "pod: invalid pod annotations, required profiles", psp: allowSpecific, ann: podAnn(bar), want: "localhost/bar is not an allowed seccomp profile. Valid values are localhost/foo"},
+		{name: "pod: pod annotations, no required profiles", psp: withoutSeccomp, ann: podAnn(foo), want: "seccomp may not be set"},
+		{name: "pod: pod annotations, allow any", psp: allowAny, ann: podAnn(foo)},
+		{name: "pod: no pod annotations, allow any", psp: allowAny},
+		{name: "pod: valid pod annotations and field, required profiles", psp: allowSpecific, ann: podAnn(foo), podField: fooField},
+		{name: "pod: valid pod field and no annotation, required profiles (localhost)", psp: allowSpecific, podField: fooField},
+		{name: "pod: docker/default allows runtime/default", psp: map[string]string{policy.SeccompAllowedProfilesAnnotationKey: "docker/default"}, ann: podAnn("runtime/default")},
+		{name: "pod: runtime/default allows docker/default", psp: map[string]string{policy.SeccompAllowedProfilesAnnotationKey: "runtime/default"}, ann: podAnn("docker/default")},
+		// TestValidateContainer ("no pod annotations, required profiles" is the pod's case above).
+		{name: "container: no pod annotations, no required profiles", psp: withoutSeccomp},
+		{name: "container: valid container annotation, required profiles", psp: allowSpecific, ann: merge(podAnn(foo), containerAnn(foo))},
+		{name: "container: invalid container annotation, required profiles", psp: allowSpecific, ann: merge(podAnn(foo), containerAnn(bar)), want: "localhost/bar is not an allowed seccomp profile. Valid values are localhost/foo"},
+		{name: "container: container annotation, no required profiles", psp: withoutSeccomp, ann: containerAnn(foo), want: "seccomp may not be set"},
+		{name: "container: container annotation, allow any", psp: allowAny, ann: containerAnn(foo)},
+		{name: "container: inherits a valid pod annotation", psp: allowSpecific, ann: podAnn(foo)},
+		{name: "container: inherits an invalid pod annotation", psp: allowSpecific, ann: podAnn(bar), want: "localhost/bar is not an allowed seccomp profile"},
+		{name: "container: valid container field, required profiles", psp: allowSpecific, ann: podAnn(foo), containerField: fooField},
+		{name: "container: invalid container field, required profiles", psp: allowSpecific, ann: podAnn(foo), containerField: barField, want: "localhost/bar is not an allowed seccomp profile. Valid values are localhost/foo"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewStrategy(tc.psp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := &api.Pod{}
+			pod.Annotations = tc.ann
+			pod.Spec.SecurityContext = &api.PodSecurityContext{SeccompProfile: tc.podField}
+			pod.Spec.Containers = []api.Container{{Name: c, SecurityContext: &api.SecurityContext{SeccompProfile: tc.containerField}}}
+			errs := append(s.ValidatePod(pod), s.ValidateContainer(pod, &pod.Spec.Containers[0], field.NewPath("spec", "containers").Index(0).Child("securityContext"))...)
+			switch {
+			case tc.want == "" && len(errs) != 0:
+				t.Errorf("unexpected errors: %v", errs)
+			case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want)):
+				t.Errorf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
 }

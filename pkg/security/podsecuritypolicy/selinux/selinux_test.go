@@ -2,6 +2,7 @@ package selinux
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -67,6 +68,47 @@ func TestValidate(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The cases of 1.24's mustrunas_test.go (TestMustRunAsValidate): the same inputs, verdicts
+// and erring field.
+func TestMustRunAsValidate124(t *testing.T) {
+	valid := func(mutate func(*api.SELinuxOptions)) *api.SELinuxOptions {
+		o := &api.SELinuxOptions{User: "user", Role: "role", Level: "s0:c0,c6", Type: "type"}
+		if mutate != nil {
+			mutate(o)
+		}
+		return o
+	}
+	level := func(l string) func(*api.SELinuxOptions) { return func(o *api.SELinuxOptions) { o.Level = l } }
+	tests := []struct {
+		name     string
+		pod, psp *api.SELinuxOptions
+		want     string // a part of the only error; empty: admitted
+	}{
+		{"invalid role", valid(func(o *api.SELinuxOptions) { o.Role = "invalid" }), valid(nil), "role: Invalid value"},
+		{"invalid user", valid(func(o *api.SELinuxOptions) { o.User = "invalid" }), valid(nil), "user: Invalid value"},
+		{"levels are not equal", valid(level("s0")), valid(level("s0:c1,c2")), "level: Invalid value"},
+		{"levels differ by sensitivity", valid(level("s0:c6")), valid(level("s1:c6")), "level: Invalid value"},
+		{"levels differ by categories", valid(level("s0:c0,c8")), valid(level("s0:c1,c7")), "level: Invalid value"},
+		{"valid", valid(nil), valid(nil), ""},
+		{"valid with different order of categories", valid(level("s0:c6,c0")), valid(nil), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewMustRunAs(&policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyMustRunAs, SELinuxOptions: tc.psp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := s.Validate(field.NewPath("seLinuxOptions"), &api.Pod{}, &api.Container{}, tc.pod)
+			switch {
+			case tc.want == "" && len(errs) != 0:
+				t.Errorf("unexpected errors: %v", errs)
+			case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want)):
+				t.Errorf("errors %v, want one containing %q", errs, tc.want)
 			}
 		})
 	}

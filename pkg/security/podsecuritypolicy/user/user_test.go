@@ -1,6 +1,7 @@
 package user
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -87,6 +88,47 @@ func TestValidate(t *testing.T) {
 			}
 			if got != tc.wantError {
 				t.Fatalf("got %q, want %q", got, tc.wantError)
+			}
+		})
+	}
+}
+
+// The cases of 1.24's mustrunas_test.go (TestValidate) and nonroot_test.go
+// (TestNonRootValidate): the same inputs and verdicts, and for MustRunAs the same error kind.
+func TestValidate124(t *testing.T) {
+	must, err := NewMustRunAs(&policy.RunAsUserStrategyOptions{Ranges: []policy.IDRange{{Min: 1, Max: 1}, {Min: 10, Max: 20}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonroot, err := NewRunAsNonRoot(&policy.RunAsUserStrategyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := field.NewPath("spec", "containers").Index(0).Child("securityContext")
+	tests := []struct {
+		name         string
+		s            RunAsUserStrategy
+		runAsNonRoot *bool
+		runAsUser    *int64
+		want         string // a part of the only error; empty: admitted
+	}{
+		{name: "MustRunAs: good container", s: must, runAsUser: i64(15)},
+		{name: "MustRunAs: nil run as user", s: must, want: "runAsUser: Required"},
+		{name: "MustRunAs: invalid id", s: must, runAsUser: i64(21), want: "runAsUser: Invalid"},
+		{name: "MustRunAsNonRoot: root uid", s: nonroot, runAsUser: i64(0), want: "runAsUser"},
+		{name: "MustRunAsNonRoot: non-root uid", s: nonroot, runAsUser: i64(1)},
+		{name: "MustRunAsNonRoot: runAsNonRoot false", s: nonroot, runAsNonRoot: b(false), want: "runAsNonRoot"},
+		{name: "MustRunAsNonRoot: runAsNonRoot true and non-root uid", s: nonroot, runAsNonRoot: b(true), runAsUser: i64(1)},
+		{name: "MustRunAsNonRoot: neither set", s: nonroot, want: "runAsNonRoot"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := tc.s.Validate(path, &api.Pod{}, &api.Container{}, tc.runAsNonRoot, tc.runAsUser)
+			switch {
+			case tc.want == "" && len(errs) != 0:
+				t.Errorf("unexpected errors: %v", errs)
+			case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want)):
+				t.Errorf("errors %v, want one containing %q", errs, tc.want)
 			}
 		})
 	}
