@@ -256,7 +256,7 @@ func TestValidatePodLevel(t *testing.T) {
 		}, func(p *api.Pod) {
 			p.Spec.SecurityContext = &api.PodSecurityContext{SupplementalGroups: []int64{5, 11}}
 		}, []string{
-			"spec.securityContext.fsGroup: Required value: unable to validate an empty group against required ranges",
+			"spec.securityContext.fsGroup: Invalid value: null: unable to validate empty groups against required ranges",
 			"spec.securityContext.supplementalGroups[1]: Invalid value: 11: group 11 must be in the ranges: [1-10]",
 		}},
 		{"sysctls", func(p *policy.PodSecurityPolicy) { p.Spec.AllowedUnsafeSysctls = nil },

@@ -86,7 +86,8 @@ func (s *rangeStrategy) Validate(fldPath *field.Path, _ *api.Pod, groups []int64
 func (s *rangeStrategy) ValidateSingle(fldPath *field.Path, _ *api.Pod, group *int64) field.ErrorList {
 	if group == nil {
 		if s.required {
-			return field.ErrorList{field.Required(fldPath, "unable to validate an empty group against required ranges")}
+			// 1.24's words and kind: it judged a single value as a list of one or none.
+			return field.ErrorList{field.Invalid(fldPath, []int64(nil), "unable to validate empty groups against required ranges")}
 		}
 		return nil
 	}

@@ -104,7 +104,7 @@ func TestValidateSingle(t *testing.T) {
 		group *int64
 		want  string
 	}{
-		{"MustRunAs unset", must, nil, "spec.securityContext.fsGroup: Required value: unable to validate an empty group against required ranges"},
+		{"MustRunAs unset", must, nil, "spec.securityContext.fsGroup: Invalid value: null: unable to validate empty groups against required ranges"},
 		{"MustRunAs in range", must, i64(100), ""},
 		{"MustRunAs out of range", must, i64(0), "spec.securityContext.fsGroup: Invalid value: 0: group 0 must be in the ranges: [1-65535, 70000]"},
 		{"MayRunAs unset", may, nil, ""},

@@ -75,8 +75,14 @@ func defaulting(name string) *policy.PodSecurityPolicy {
 
 func newTestPlugin(t testing.TB, g grants, policies ...*policy.PodSecurityPolicy) *Plugin {
 	t.Helper()
+	return pluginWith(t, g.Authorize, policies...)
+}
+
+// pluginWith returns a ready plugin holding policies, whose authorizer is authorize.
+func pluginWith(t testing.TB, authorize authorizer.AuthorizerFunc, policies ...*policy.PodSecurityPolicy) *Plugin {
+	t.Helper()
 	p := New(psp.NewSimpleStrategyFactory())
-	p.authz = authorizer.AuthorizerFunc(g.Authorize)
+	p.authz = authorize
 	p.ready = func() bool { return true }
 	var objs []any
 	for _, pol := range policies {
