@@ -3,6 +3,8 @@ package podsecuritypolicy
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -526,6 +528,181 @@ func TestAdmitRunAsUser124(t *testing.T) {
 			}
 			if !apiequality.Semantic.DeepEqual(tc.pod.Spec.Containers[0].SecurityContext, tc.wantContainer) {
 				t.Errorf("container securityContext %+v, want %+v", tc.pod.Spec.Containers[0].SecurityContext, tc.wantContainer)
+			}
+		})
+	}
+}
+
+// 1.24's TestAdmitHostPorts, in regular and then in init containers.
+func TestAdmitHostPorts124(t *testing.T) {
+	withHostPort := func(port int32) func() *api.Pod {
+		return func() *api.Pod {
+			p := goodPod124()
+			p.Spec.Containers[0].Ports = []api.ContainerPort{{HostPort: port}}
+			return p
+		}
+	}
+	none, ranged := restrictive124("noHostPorts"), restrictive124("hostPorts")
+	ranged.Spec.HostPorts = []policy.HostPortRange{{Min: 1, Max: 10}}
+	tests := []struct {
+		name string
+		pod  func() *api.Pod
+		psp  *policy.PodSecurityPolicy
+		pass bool
+	}{
+		{"host port out of range", withHostPort(11), ranged, false},
+		{"host port in range", withHostPort(5), ranged, true},
+		{"no host ports with range", goodPod124, ranged, true},
+		{"no host ports without range", goodPod124, none, true},
+		{"host ports without range", withHostPort(5), none, false},
+	}
+	for _, init := range []bool{false, true} {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s/init containers %t", tc.name, init), func(t *testing.T) {
+				pod := tc.pod()
+				if init {
+					pod.Spec.InitContainers, pod.Spec.Containers = pod.Spec.Containers, nil
+				}
+				wantPolicy := ""
+				if tc.pass {
+					wantPolicy = tc.psp.Name
+				}
+				case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: pod,
+					passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+			})
+		}
+	}
+}
+
+// 1.24's TestAdmitSupplementalGroups: verdicts and the pod security context admitted pods end with.
+func TestAdmitSupplementalGroups124(t *testing.T) {
+	withContext := func(sc *api.PodSecurityContext) *api.Pod {
+		p := goodPod124()
+		p.Spec.SecurityContext, p.Spec.Containers[0].SecurityContext = sc, nil
+		return p
+	}
+	groups := func(g ...int64) *api.PodSecurityContext { return &api.PodSecurityContext{SupplementalGroups: g} }
+	runAsAny := permissive124("runAsAny")
+	mustRunAs := permissive124("mustRunAs")
+	mustRunAs.Spec.SupplementalGroups = policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMustRunAs, Ranges: []policy.IDRange{{Min: 999, Max: 1000}}}
+	tests := []struct {
+		name string
+		pod  *api.Pod
+		psp  *policy.PodSecurityPolicy
+		pass bool
+		want *api.PodSecurityContext
+	}{
+		{"runAsAny no pod request", withContext(nil), runAsAny, true, nil},
+		{"runAsAny empty pod request", withContext(&api.PodSecurityContext{}), runAsAny, true, &api.PodSecurityContext{}},
+		{"runAsAny empty pod request empty supplemental groups", withContext(&api.PodSecurityContext{SupplementalGroups: []int64{}}), runAsAny, true,
+			&api.PodSecurityContext{SupplementalGroups: []int64{}}},
+		{"runAsAny pod request", withContext(groups(1)), runAsAny, true, groups(1)},
+		{"mustRunAs no pod request", withContext(nil), mustRunAs, true, groups(999)},
+		{"mustRunAs bad pod request", withContext(groups(1)), mustRunAs, false, nil},
+		{"mustRunAs good pod request", withContext(groups(999)), mustRunAs, true, groups(999)},
+		// Ours, as 1.24: an explicit empty list is judged, not defaulted.
+		{"mustRunAs explicit empty list", withContext(&api.PodSecurityContext{SupplementalGroups: []int64{}}), mustRunAs, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wantPolicy := ""
+			if tc.pass {
+				wantPolicy = tc.psp.Name
+			}
+			case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: tc.pod,
+				passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+			if tc.pass && !reflect.DeepEqual(tc.pod.Spec.SecurityContext, tc.want) {
+				t.Errorf("pod securityContext %#v, want %#v", tc.pod.Spec.SecurityContext, tc.want)
+			}
+		})
+	}
+}
+
+// 1.24's TestAdmitSysctls.
+func TestAdmitSysctls124(t *testing.T) {
+	withSysctls := func(names ...string) *api.Pod {
+		p := goodPod124()
+		p.Spec.SecurityContext = &api.PodSecurityContext{}
+		for _, n := range names {
+			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, api.Sysctl{Name: n, Value: "dummy"})
+		}
+		return p
+	}
+	restricted := func(name string, forbidden, unsafe []string) *policy.PodSecurityPolicy {
+		p := restrictive124(name)
+		p.Spec.ForbiddenSysctls, p.Spec.AllowedUnsafeSysctls = forbidden, unsafe
+		return p
+	}
+	safe := restricted("no sysctls", nil, nil)
+	none := restricted("empty sysctls", []string{"*"}, nil)
+	mixed := restricted("wildcard sysctls", []string{"net.*"}, []string{"a.*", "b.*"})
+	a := restricted("a sysctl", nil, []string{"a"})
+	all := restricted("catchall sysctl", nil, []string{"*"})
+	tests := []struct {
+		name string
+		pod  *api.Pod
+		psp  *policy.PodSecurityPolicy
+		pass bool
+	}{
+		{"pod without any sysctls request allowed under safeSysctls PSP", goodPod124(), safe, true},
+		{"pod without any sysctls request allowed under noSysctls PSP", goodPod124(), none, true},
+		{"pod with safe sysctls request allowed under safeSysctls PSP", withSysctls("kernel.shm_rmid_forced", "net.ipv4.tcp_syncookies"), safe, true},
+		{"pod with unsafe sysctls request disallowed under noSysctls PSP", withSysctls("a", "b"), none, false},
+		{"pod with unsafe sysctls a, b request disallowed under aUnsafeSysctl SCC", withSysctls("a", "b"), a, false},
+		{"pod with unsafe sysctls b request disallowed under aUnsafeSysctl SCC", withSysctls("b"), a, false},
+		{"pod with unsafe sysctls a request allowed under aUnsafeSysctl SCC", withSysctls("a"), a, true},
+		{"pod with safe net sysctl request allowed under aUnsafeSysctl SCC", withSysctls("net.ipv4.ip_local_port_range"), a, true},
+		{"pod with safe sysctls request disallowed under noSysctls PSP", withSysctls("net.ipv4.ip_local_port_range"), none, false},
+		{"pod with matching sysctls request allowed under mixedSysctls PSP", withSysctls("kernel.shm_rmid_forced", "a.b", "b.a"), mixed, true},
+		{"pod with not-matching unsafe sysctls request disallowed under mixedSysctls PSP", withSysctls("e"), mixed, false},
+		{"pod with not-matching safe sysctls request disallowed under mixedSysctls PSP", withSysctls("net.ipv4.ip_local_port_range"), mixed, false},
+		{"pod with sysctls request allowed under catchallSysctls PSP", withSysctls("net.ipv4.ip_local_port_range", "f"), all, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wantPolicy := ""
+			if tc.pass {
+				wantPolicy = tc.psp.Name
+			}
+			var before []api.Sysctl
+			if tc.pod.Spec.SecurityContext != nil {
+				before = slices.Clone(tc.pod.Spec.SecurityContext.Sysctls)
+			}
+			case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: tc.pod,
+				passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+			if tc.pass && !reflect.DeepEqual(tc.pod.Spec.SecurityContext.Sysctls, before) {
+				t.Errorf("sysctls %v, want them unchanged: %v", tc.pod.Spec.SecurityContext.Sysctls, before)
+			}
+		})
+	}
+}
+
+// 1.24's TestPolicyAuthorizationErrors: a pod no policy admits is refused with the reasons of
+// the policies the user or the service account may use, and only those.
+func TestPolicyAuthorizationErrors124(t *testing.T) {
+	sa := serviceaccount.MakeUsername("test", "sa")
+	type grants = map[string]map[string]map[string]bool
+	tests := []struct {
+		name     string
+		grants   grants
+		wantErrs int
+	}{
+		{"policies not allowed", grants{}, 0},
+		{"policy allowed by user", grants{"user": {"test": {"policy1": true}}}, 1},
+		{"policy allowed by service account", grants{sa: {"test": {"policy2": true}}}, 1},
+		{"multiple policies allowed", grants{"user": {"test": {"policy1": true}}, sa: {"test": {"policy2": true}}}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin124(t, allowed124{grants: tc.grants}, []*policy.PodSecurityPolicy{restrictive124("policy1"), restrictive124("policy2")})
+			pod := goodPod124()
+			pod.Namespace, pod.Spec.ServiceAccountName = "test", "sa"
+			pod.Spec.HostPID = true
+			attrs := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("version"), "test", "", api.Resource("pods").WithVersion("version"),
+				"", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "user"})
+			allowed, _, errs, err := p.computeSecurityContext(context.Background(), attrs, pod, true, "")
+			if err != nil || allowed != nil || len(errs) != tc.wantErrs {
+				t.Errorf("allowed %v, err %v, %d reasons (%v); want refused with %d", allowed != nil, err, len(errs), errs, tc.wantErrs)
 			}
 		})
 	}
