@@ -166,6 +166,17 @@ func (c case124) run(t *testing.T) {
 	}
 }
 
+// createUnder124 creates pod under one policy, admitted under it or refused in both phases.
+func createUnder124(t *testing.T, psp *policy.PodSecurityPolicy, pod *api.Pod, pass bool) {
+	t.Helper()
+	wantPolicy := ""
+	if pass {
+		wantPolicy = psp.Name
+	}
+	case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{psp}, user: &user.DefaultInfo{}, pod: pod,
+		passAdmit: pass, passValidate: pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+}
+
 // 1.24's TestAdmitSeccomp.
 func TestAdmitSeccomp124(t *testing.T) {
 	pod := func(annotations map[string]string) *api.Pod {
@@ -514,12 +525,7 @@ func TestAdmitRunAsUser124(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wantPolicy := ""
-			if tc.pass {
-				wantPolicy = tc.psp.Name
-			}
-			case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: tc.pod,
-				passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
 			if !tc.pass {
 				return
 			}
@@ -563,12 +569,7 @@ func TestAdmitHostPorts124(t *testing.T) {
 				if init {
 					pod.Spec.InitContainers, pod.Spec.Containers = pod.Spec.Containers, nil
 				}
-				wantPolicy := ""
-				if tc.pass {
-					wantPolicy = tc.psp.Name
-				}
-				case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: pod,
-					passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+				createUnder124(t, tc.psp, pod, tc.pass)
 			})
 		}
 	}
@@ -605,12 +606,7 @@ func TestAdmitSupplementalGroups124(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wantPolicy := ""
-			if tc.pass {
-				wantPolicy = tc.psp.Name
-			}
-			case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: tc.pod,
-				passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
 			if tc.pass && !reflect.DeepEqual(tc.pod.Spec.SecurityContext, tc.want) {
 				t.Errorf("pod securityContext %#v, want %#v", tc.pod.Spec.SecurityContext, tc.want)
 			}
@@ -660,16 +656,11 @@ func TestAdmitSysctls124(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wantPolicy := ""
-			if tc.pass {
-				wantPolicy = tc.psp.Name
-			}
 			var before []api.Sysctl
 			if tc.pod.Spec.SecurityContext != nil {
 				before = slices.Clone(tc.pod.Spec.SecurityContext.Sysctls)
 			}
-			case124{op: admission.Create, policies: []*policy.PodSecurityPolicy{tc.psp}, user: &user.DefaultInfo{}, pod: tc.pod,
-				passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: wantPolicy}.run(t)
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
 			if tc.pass && !reflect.DeepEqual(tc.pod.Spec.SecurityContext.Sysctls, before) {
 				t.Errorf("sysctls %v, want them unchanged: %v", tc.pod.Spec.SecurityContext.Sysctls, before)
 			}
