@@ -26,6 +26,7 @@ import (
 
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
@@ -153,6 +154,18 @@ func TestDefaultsMatchStock(t *testing.T) {
 	}
 	if opts.DisablePlugins != nil || opts.EnablePlugins != nil {
 		t.Errorf("Install touched the user's flags: enable=%v disable=%v", opts.EnablePlugins, opts.DisablePlugins)
+	}
+}
+
+// TestRefusedEnforcementModesNameUpstreamPlugins keeps enforcement's refused list honest:
+// every name is a plugin upstream registers (renamed or removed upstream, it would refuse
+// nothing).
+func TestRefusedEnforcementModesNameUpstreamPlugins(t *testing.T) {
+	registered := sets.New(kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins.Registered()...)
+	for _, name := range enforcement.RefusedPlugins() {
+		if !registered.Has(name) {
+			t.Errorf("enforcement mode refused for %q, which upstream does not register (renamed or removed?)", name)
+		}
 	}
 }
 

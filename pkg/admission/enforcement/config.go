@@ -36,6 +36,16 @@ var refused = map[string]string{
 // RefusedReason reports why plugin's enforcement mode cannot be changed, or "" if it can.
 func RefusedReason(plugin string) string { return refused[plugin] }
 
+// RefusedPlugins names, sorted, the plugins whose enforcement mode cannot be changed.
+func RefusedPlugins() []string {
+	names := make([]string, 0, len(refused))
+	for name := range refused {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // New returns the decorator that applies plugins' enforcement modes, validated with
 // Validate; source names where they were read (file and entry), for errors. No plugins
 // give a decorator that changes nothing.

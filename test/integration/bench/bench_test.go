@@ -25,6 +25,8 @@ var fanOutWebhooks = []int{1, 2}
 var dispatchWebhooks = []int{2}
 
 func TestHarness(t *testing.T) {
+	// Beside TestSoakSmoke: both mostly wait on servers they start on ports of their own.
+	t.Parallel()
 	bins := framework.FindBinaries(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {

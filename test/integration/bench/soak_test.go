@@ -16,6 +16,7 @@ import (
 // acknowledged is lost, nothing refused is stored, every fault was injected under load and
 // recovered from, no panic was logged, and the report renders. It asserts no timing.
 func TestSoakSmoke(t *testing.T) {
+	t.Parallel() // beside TestHarness, which starts servers of its own
 	bins := framework.FindBinaries(t)
 	opts := soak.SmokeOptions()
 	opts.BinDir = bins.Dir
