@@ -110,6 +110,14 @@ func podSecurityPolicyFindings(ctx context.Context, kubeconfig string) (*PodSecu
 	if err != nil {
 		return nil, fmt.Errorf("listing pods through %s: %w", kubeconfig, err)
 	}
+	serviceAccounts, err := client.CoreV1().ServiceAccounts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing service accounts through %s: %w", kubeconfig, err)
+	}
+	automount := map[string]*bool{} // namespace/name → the service account's automountServiceAccountToken
+	for _, sa := range serviceAccounts.Items {
+		automount[sa.Namespace+"/"+sa.Name] = sa.AutomountServiceAccountToken
+	}
 	access := &accessReviewAuthorizer{client: client}
 	evaluator := podsecuritypolicy.NewEvaluator(policies.Items, authorizer.AuthorizerFunc(access.Authorize))
 	report := &PodSecurityPolicyReport{UnusablePolicies: evaluator.Unusable()}
@@ -119,12 +127,12 @@ func podSecurityPolicyFindings(ctx context.Context, kubeconfig string) (*PodSecu
 		}
 		pod := &corev1.Pod{ObjectMeta: *t.template.ObjectMeta.DeepCopy(), Spec: *t.template.Spec.DeepCopy()}
 		pod.Namespace, pod.Name = t.meta.Namespace, t.meta.Name
-		report.add(ctx, evaluator, t.kind, pod, authenticated(serviceaccount.UserInfo(metav1.NamespaceSystem, controllerOf[t.kind].serviceAccount, "")), true)
+		report.add(ctx, evaluator, t.kind, pod, authenticated(serviceaccount.UserInfo(metav1.NamespaceSystem, controllerOf[t.kind].serviceAccount, "")), automount)
 	}
 	// Whoever updates an existing pod is authenticated, and may have more grants than that.
 	anyUser := &user.DefaultInfo{Name: "any authenticated user", Groups: []string{user.AllAuthenticated}}
 	for i := range pods.Items {
-		report.add(ctx, evaluator, "Pod", &pods.Items[i], anyUser, false)
+		report.add(ctx, evaluator, "Pod", &pods.Items[i], anyUser, nil)
 	}
 	report.Summary = fmt.Sprintf("%d PodSecurityPolicies, %d pod templates and %d pods read through %s", len(policies.Items), len(templates), len(pods.Items), kubeconfig)
 	return report, nil
@@ -135,17 +143,19 @@ func authenticated(u user.Info) user.Info {
 	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated)}
 }
 
-// add judges one pod: a new pod from a template (create) or an existing pod's update.
-func (r *PodSecurityPolicyReport) add(ctx context.Context, evaluator *podsecuritypolicy.Evaluator, kind string, v1 *corev1.Pod, requester user.Info, create bool) {
+// add judges one pod: a new pod from a template when automount (namespace/name → a service
+// account's automountServiceAccountToken) is set, or else an existing pod's update.
+func (r *PodSecurityPolicyReport) add(ctx context.Context, evaluator *podsecuritypolicy.Evaluator, kind string, v1 *corev1.Pod, requester user.Info, automount map[string]*bool) {
 	v1 = v1.DeepCopy()
+	create := automount != nil
+	if v1.Spec.ServiceAccountName == "" {
+		v1.Spec.ServiceAccountName = "default"
+	}
 	if create {
 		// What the server does to a new pod before PodSecurityPolicy sees it: the v1 defaults
 		// and the ServiceAccount plugin's service account and token volume.
 		corev1conversion.SetObjectDefaults_Pod(v1)
-		withServiceAccountToken(v1)
-	}
-	if v1.Spec.ServiceAccountName == "" {
-		v1.Spec.ServiceAccountName = "default"
+		withServiceAccountToken(v1, automount[v1.Namespace+"/"+v1.Spec.ServiceAccountName])
 	}
 	pod := &api.Pod{}
 	w := PodSecurityPolicyWorkload{Kind: kind, Namespace: v1.Namespace, Name: v1.Name, ServiceAccount: v1.Spec.ServiceAccountName}
@@ -160,10 +170,34 @@ func (r *PodSecurityPolicyReport) add(ctx context.Context, evaluator *podsecurit
 	r.Workloads = append(r.Workloads, w)
 }
 
-// withServiceAccountToken adds the volume the ServiceAccount admission plugin injects, unless
-// the pod opts out (a service account that opts out cannot be seen from here).
-func withServiceAccountToken(pod *corev1.Pod) {
-	if a := pod.Spec.AutomountServiceAccountToken; a != nil && !*a {
+// serviceAccountTokenPath is where the ServiceAccount admission plugin mounts the token.
+const serviceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// withServiceAccountToken adds the token volume the ServiceAccount admission plugin adds to a
+// new pod, by its rules: the pod's automountServiceAccountToken decides, else the service
+// account's (saAutomount), else it mounts; no volume when the pod has a kube-api-access-
+// volume already, or every container mounts something at the token's path itself.
+func withServiceAccountToken(pod *corev1.Pod, saAutomount *bool) {
+	automount := true
+	switch {
+	case pod.Spec.AutomountServiceAccountToken != nil:
+		automount = *pod.Spec.AutomountServiceAccountToken
+	case saAutomount != nil:
+		automount = *saAutomount
+	}
+	if !automount {
+		return
+	}
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			return
+		}
+	}
+	mountsToken := func(c corev1.Container) bool {
+		return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == serviceAccountTokenPath })
+	}
+	if slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return !mountsToken(c) }) < 0 &&
+		slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return !mountsToken(c) }) < 0 {
 		return
 	}
 	expiration, mode := int64(3607), int32(0o644)

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -232,7 +231,8 @@ func podOf(a admission.Attributes) (pod *api.Pod, ignore bool, err error) {
 	}
 	pod, ok := a.GetObject().(*api.Pod)
 	if !ok {
-		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s: the object of a pods request is not a Pod", PluginName))
+		// An integrator passing a versioned pod: refused, as 1.24 refused it.
+		return nil, false, admission.NewForbidden(a, fmt.Errorf("unexpected type %T", a.GetObject()))
 	}
 	if a.GetOperation() == admission.Update && a.GetSubresource() == "" && rbacregistry.IsOnlyMutatingGCFields(a.GetObject(), a.GetOldObject(), apiequality.Semantic) {
 		return nil, true, nil

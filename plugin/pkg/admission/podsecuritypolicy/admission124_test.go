@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
@@ -19,7 +21,10 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 
+	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	psp "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy"
+	psputil "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy/util"
 )
 
 // The cases of 1.24's plugin admission_test.go, as table data against this plugin: the same
@@ -694,6 +699,375 @@ func TestPolicyAuthorizationErrors124(t *testing.T) {
 			allowed, _, errs, err := p.computeSecurityContext(context.Background(), attrs, pod, true, "")
 			if err != nil || allowed != nil || len(errs) != tc.wantErrs {
 				t.Errorf("allowed %v, err %v, %d reasons (%v); want refused with %d", allowed != nil, err, len(errs), errs, tc.wantErrs)
+			}
+		})
+	}
+}
+
+// 1.24's TestFailClosedOnInvalidPod: a versioned pod (an integrator's mistake) is refused in
+// both phases.
+func TestFailClosedOnInvalidPod124(t *testing.T) {
+	p := newPlugin124(t, allowed124{}, nil)
+	pod := &corev1.Pod{}
+	attrs := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("version"), pod.Namespace, pod.Name,
+		api.Resource("pods").WithVersion("version"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{})
+	if err := p.Admit(context.Background(), attrs, nil); err == nil || !strings.Contains(err.Error(), "unexpected type") {
+		t.Errorf("Admit: %v, want a refusal for the unexpected type", err)
+	}
+	if err := p.Validate(context.Background(), attrs, nil); err == nil || !strings.Contains(err.Error(), "unexpected type") {
+		t.Errorf("Validate: %v, want a refusal for the unexpected type", err)
+	}
+}
+
+// 1.24's TestAdmitVolumes: each volume source of the release, refused by a policy allowing no
+// volumes (in regular and in init containers), admitted by one naming its type or "*".
+func TestAdmitVolumes124(t *testing.T) {
+	sources := reflect.TypeOf(api.VolumeSource{})
+	for i := range sources.NumField() {
+		source := sources.Field(i)
+		var volume api.Volume
+		reflect.ValueOf(&volume.VolumeSource).Elem().Field(i).Set(reflect.New(source.Type.Elem()))
+		fsType, err := psputil.GetVolumeFSType(&volume)
+		if err != nil {
+			t.Errorf("%s: %v", source.Name, err)
+			continue
+		}
+		withVolume := func(init bool) *api.Pod {
+			p := goodPod124()
+			p.Spec.Volumes = []api.Volume{volume}
+			if init {
+				p.Spec.InitContainers, p.Spec.Containers = p.Spec.Containers, nil
+			}
+			return p
+		}
+		t.Run(string(fsType), func(t *testing.T) {
+			for _, init := range []bool{false, true} {
+				createUnder124(t, restrictive124("restrictive"), withVolume(init), false)
+			}
+			for _, allowed := range []policy.FSType{fsType, policy.All} {
+				psp := restrictive124("restrictive")
+				psp.Spec.Volumes = []policy.FSType{allowed}
+				createUnder124(t, psp, withVolume(true), true)
+			}
+		})
+	}
+}
+
+// 1.24's TestAdmitHostNetwork, TestAdmitHostPID and TestAdmitHostIPC: the same four cases for
+// each host namespace, in regular and then in init containers.
+func TestAdmitHostNamespaces124(t *testing.T) {
+	namespaces := []struct {
+		name  string
+		inPod func(*api.PodSpec) *bool
+		inPSP func(*policy.PodSecurityPolicySpec) *bool
+	}{
+		{"hostnetwork", func(p *api.PodSpec) *bool { return &p.HostNetwork }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostNetwork }},
+		{"hostpid", func(p *api.PodSpec) *bool { return &p.HostPID }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostPID }},
+		{"hostipc", func(p *api.PodSpec) *bool { return &p.HostIPC }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostIPC }},
+	}
+	for _, ns := range namespaces {
+		without, with := restrictive124("no-"+ns.name), restrictive124(ns.name)
+		*ns.inPSP(&with.Spec) = true
+		requesting := func(request bool) func() *api.Pod {
+			return func() *api.Pod {
+				p := goodPod124()
+				*ns.inPod(&p.Spec) = request
+				return p
+			}
+		}
+		tests := []struct {
+			name       string
+			pod        func() *api.Pod
+			policies   []*policy.PodSecurityPolicy
+			pass       bool
+			wantPolicy string
+		}{
+			{"pod without the request allowed under a policy without", requesting(false), []*policy.PodSecurityPolicy{without}, true, without.Name},
+			{"pod without the request allowed under a policy with", requesting(false), []*policy.PodSecurityPolicy{with}, true, with.Name},
+			{"pod with the request denied by a policy without", requesting(true), []*policy.PodSecurityPolicy{without}, false, ""},
+			{"pod with the request allowed by a policy with", requesting(true), []*policy.PodSecurityPolicy{without, with}, true, with.Name},
+		}
+		for _, init := range []bool{false, true} {
+			for _, tc := range tests {
+				t.Run(fmt.Sprintf("%s/%s/init containers %t", ns.name, tc.name, init), func(t *testing.T) {
+					pod := tc.pod()
+					if init {
+						pod.Spec.InitContainers, pod.Spec.Containers = pod.Spec.Containers, nil
+					}
+					want := *ns.inPod(&pod.Spec)
+					case124{op: admission.Create, policies: tc.policies, user: &user.DefaultInfo{}, pod: pod,
+						passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: tc.wantPolicy}.run(t)
+					if tc.pass && *ns.inPod(&pod.Spec) != want {
+						t.Errorf("%s %t after admission, want %t", ns.name, !want, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// 1.24's TestAdmitSELinux: verdicts, and the security contexts admitted pods end with.
+func TestAdmitSELinux124(t *testing.T) {
+	runAsAny := permissive124("runAsAny")
+	mustRunAs := permissive124("mustRunAs")
+	mustRunAs.Spec.SELinux = policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyMustRunAs,
+		SELinuxOptions: &api.SELinuxOptions{Level: "level", Role: "role", Type: "type", User: "user"}}
+	withContexts := func(pod *api.PodSecurityContext, container *api.SecurityContext) *api.Pod {
+		p := goodPod124()
+		p.Spec.SecurityContext, p.Spec.Containers[0].SecurityContext = pod, container
+		return p
+	}
+	selinuxUser := func(name string) *api.SELinuxOptions { return &api.SELinuxOptions{User: name} }
+	policyOptions := func() *api.SELinuxOptions { return mustRunAs.Spec.SELinux.SELinuxOptions.DeepCopy() }
+	tests := []struct {
+		name          string
+		pod           *api.Pod
+		psp           *policy.PodSecurityPolicy
+		pass          bool
+		wantPod       *api.PodSecurityContext
+		wantContainer *api.SecurityContext
+	}{
+		{"runAsAny with no request", withContexts(nil, nil), runAsAny, true, nil, nil},
+		{"runAsAny with empty pod request", withContexts(&api.PodSecurityContext{}, nil), runAsAny, true, &api.PodSecurityContext{}, nil},
+		{"runAsAny with empty container request", withContexts(nil, &api.SecurityContext{}), runAsAny, true, nil, &api.SecurityContext{}},
+		{"runAsAny with pod request", withContexts(&api.PodSecurityContext{SELinuxOptions: selinuxUser("foo")}, nil), runAsAny, true,
+			&api.PodSecurityContext{SELinuxOptions: selinuxUser("foo")}, nil},
+		{"runAsAny with container request", withContexts(nil, &api.SecurityContext{SELinuxOptions: selinuxUser("foo")}), runAsAny, true,
+			nil, &api.SecurityContext{SELinuxOptions: selinuxUser("foo")}},
+		{"runAsAny with pod and container request",
+			withContexts(&api.PodSecurityContext{SELinuxOptions: selinuxUser("bar")}, &api.SecurityContext{SELinuxOptions: selinuxUser("foo")}), runAsAny, true,
+			&api.PodSecurityContext{SELinuxOptions: selinuxUser("bar")}, &api.SecurityContext{SELinuxOptions: selinuxUser("foo")}},
+		{"mustRunAs with bad pod request", withContexts(&api.PodSecurityContext{SELinuxOptions: selinuxUser("foo")}, nil), mustRunAs, false, nil, nil},
+		{"mustRunAs with bad container request", withContexts(nil, &api.SecurityContext{SELinuxOptions: selinuxUser("foo")}), mustRunAs, false, nil, nil},
+		{"mustRunAs with no request", withContexts(nil, nil), mustRunAs, true, &api.PodSecurityContext{SELinuxOptions: policyOptions()}, nil},
+		// 1.24's "good container request" case sets the pod's options too; so does this one.
+		{"mustRunAs with good pod request", withContexts(&api.PodSecurityContext{SELinuxOptions: policyOptions()}, nil), mustRunAs, true,
+			&api.PodSecurityContext{SELinuxOptions: policyOptions()}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
+			if !tc.pass {
+				return
+			}
+			if !reflect.DeepEqual(tc.pod.Spec.SecurityContext, tc.wantPod) {
+				t.Errorf("pod securityContext %#v, want %#v", tc.pod.Spec.SecurityContext, tc.wantPod)
+			}
+			if got := tc.pod.Spec.Containers[0].SecurityContext; !reflect.DeepEqual(got, tc.wantContainer) {
+				t.Errorf("container securityContext %#v, want %#v", got, tc.wantContainer)
+			}
+		})
+	}
+}
+
+// appArmorProfile124 is the profile the container "container" runs with, written as 1.24's
+// annotation values: its annotation, else its field, else the pod's field.
+func appArmorProfile124(pod *api.Pod) string {
+	if v, ok := pod.Annotations[api.DeprecatedAppArmorAnnotationKeyPrefix+"container"]; ok {
+		return v
+	}
+	var f *api.AppArmorProfile
+	if sc := pod.Spec.Containers[0].SecurityContext; sc != nil && sc.AppArmorProfile != nil {
+		f = sc.AppArmorProfile
+	} else if pod.Spec.SecurityContext != nil {
+		f = pod.Spec.SecurityContext.AppArmorProfile
+	}
+	switch {
+	case f == nil:
+		return ""
+	case f.Type == api.AppArmorProfileTypeRuntimeDefault:
+		return api.DeprecatedAppArmorAnnotationValueRuntimeDefault
+	case f.Type == api.AppArmorProfileTypeLocalhost && f.LocalhostProfile != nil:
+		return api.DeprecatedAppArmorAnnotationValueLocalhostPrefix + *f.LocalhostProfile
+	default:
+		return string(f.Type)
+	}
+}
+
+// 1.24's TestAdmitAppArmor. 1.24 wrote a default profile as the container's annotation; this
+// plugin writes it as the pod's field (1.37 nodes read the fields), so the profile checked
+// is the one the container runs with.
+func TestAdmitAppArmor124(t *testing.T) {
+	const runtimeDefault = api.DeprecatedAppArmorAnnotationValueRuntimeDefault
+	withProfile := func(profile string) *api.Pod {
+		p := goodPod124()
+		p.Annotations[api.DeprecatedAppArmorAnnotationKeyPrefix+"container"] = profile
+		return p
+	}
+	annotated := func(name string, annotations map[string]string) *policy.PodSecurityPolicy {
+		p := restrictive124(name)
+		p.Annotations = annotations
+		return p
+	}
+	unconstrained := annotated("unconstrained", map[string]string{})
+	defaulted := annotated("defaulted", map[string]string{policy.AppArmorDefaultProfileAnnotationKey: runtimeDefault})
+	enforced := annotated("enforced", map[string]string{policy.AppArmorAllowedProfilesAnnotationKey: runtimeDefault})
+	enforcedDefault := annotated("enforced-default", map[string]string{
+		policy.AppArmorDefaultProfileAnnotationKey:  runtimeDefault,
+		policy.AppArmorAllowedProfilesAnnotationKey: runtimeDefault + "," + api.DeprecatedAppArmorAnnotationValueLocalhostPrefix + "foo",
+	})
+	tests := []struct {
+		name        string
+		pod         *api.Pod
+		psp         *policy.PodSecurityPolicy
+		pass        bool
+		wantProfile string
+	}{
+		{"unconstrained with no profile", goodPod124(), unconstrained, true, ""},
+		{"unconstrained with profile", withProfile(runtimeDefault), unconstrained, true, runtimeDefault},
+		{"unconstrained with default profile", goodPod124(), defaulted, true, runtimeDefault},
+		{"AppArmor enforced with no profile", goodPod124(), enforced, false, ""},
+		{"AppArmor enforced with default profile", goodPod124(), enforcedDefault, true, runtimeDefault},
+		{"AppArmor enforced with good profile", withProfile("localhost/foo"), enforcedDefault, true, "localhost/foo"},
+		{"AppArmor enforced with local profile", withProfile("localhost/bar"), enforced, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
+			if got := appArmorProfile124(tc.pod); tc.pass && got != tc.wantProfile {
+				t.Errorf("AppArmor profile %q, want %q", got, tc.wantProfile)
+			}
+		})
+	}
+}
+
+// 1.24's TestAdmitFSGroup.
+func TestAdmitFSGroup124(t *testing.T) {
+	withFSGroup := func(group int64) *api.Pod {
+		p := goodPod124()
+		p.Spec.SecurityContext.FSGroup = &group
+		return p
+	}
+	runAsAny, mustRunAs := restrictive124("runAsAny"), restrictive124("mustRunAs")
+	runAsAny.Spec.FSGroup.Rule = policy.FSGroupStrategyRunAsAny
+	tests := []struct {
+		name string
+		pod  *api.Pod
+		psp  *policy.PodSecurityPolicy
+		pass bool
+		want *int64
+	}{
+		{"runAsAny no pod request", goodPod124(), runAsAny, true, nil},
+		{"runAsAny pod request", withFSGroup(1), runAsAny, true, ptr(int64(1))},
+		{"mustRunAs no pod request", goodPod124(), mustRunAs, true, ptr(int64(999))},
+		{"mustRunAs bad pod request", withFSGroup(1), mustRunAs, false, nil},
+		{"mustRunAs good pod request", withFSGroup(999), mustRunAs, true, ptr(int64(999))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
+			if got := tc.pod.Spec.SecurityContext.FSGroup; tc.pass && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("fsGroup %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// 1.24's TestAdmitReadOnlyRootFilesystem.
+func TestAdmitReadOnlyRootFilesystem124(t *testing.T) {
+	withReadOnly := func(readOnly bool) *api.Pod {
+		p := goodPod124()
+		p.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = &readOnly
+		return p
+	}
+	writable, readOnly := restrictive124("no-rorfs"), restrictive124("rorfs")
+	readOnly.Spec.ReadOnlyRootFilesystem = true
+	tests := []struct {
+		name string
+		pod  *api.Pod
+		psp  *policy.PodSecurityPolicy
+		pass bool
+		want bool
+	}{
+		{"no-rorfs allows pod request with rorfs", withReadOnly(true), writable, true, true},
+		{"no-rorfs allows pod request without rorfs", withReadOnly(false), writable, true, false},
+		{"rorfs rejects pod request without rorfs", withReadOnly(false), readOnly, false, false},
+		{"rorfs defaults nil pod request", goodPod124(), readOnly, true, true},
+		{"rorfs accepts pod request with rorfs", withReadOnly(true), readOnly, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			createUnder124(t, tc.psp, tc.pod, tc.pass)
+			if got := tc.pod.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem; tc.pass && (got == nil || *got != tc.want) {
+				t.Errorf("readOnlyRootFilesystem %v, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// 1.24's TestAssignSecurityContext: a policy's defaults and validation over every container.
+func TestApplyPolicy124(t *testing.T) {
+	provider, err := psp.NewSimpleProvider(restrictive124("restrictive"), "namespace", psp.NewSimpleStrategyFactory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	container := func(privileged bool) api.Container {
+		return api.Container{SecurityContext: &api.SecurityContext{Privileged: &privileged}}
+	}
+	tests := []struct {
+		name       string
+		containers []api.Container
+		valid      bool
+	}{
+		{"pod and container SC is not changed when invalid", []api.Container{container(true)}, false},
+		{"must validate all containers", []api.Container{container(false), container(true)}, false},
+		{"pod validates", []api.Container{container(false)}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &api.Pod{Spec: api.PodSpec{SecurityContext: &api.PodSecurityContext{}, Containers: tc.containers}}
+			if errs := applyPolicy(provider, pod); (len(errs) == 0) != tc.valid {
+				t.Errorf("errors %v, want valid %t", errs, tc.valid)
+			}
+		})
+	}
+}
+
+// 1.24's TestCreateProvidersFromConstraints: a policy whose strategies cannot be built admits
+// nothing, says why, and is not changed.
+func TestCompilePolicy124(t *testing.T) {
+	anyRule := func(user policyv1beta1.RunAsUserStrategy) *policyv1beta1.PodSecurityPolicy {
+		p := &policyv1beta1.PodSecurityPolicy{Spec: policyv1beta1.PodSecurityPolicySpec{
+			SELinux:            policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+			RunAsUser:          policyv1beta1.RunAsUserStrategyOptions{Rule: user},
+			RunAsGroup:         &policyv1beta1.RunAsGroupStrategyOptions{Rule: policyv1beta1.RunAsGroupStrategyRunAsAny},
+			FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
+			SupplementalGroups: policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyRunAsAny},
+		}}
+		p.Name = "psp"
+		return p
+	}
+	tests := []struct {
+		name    string
+		psp     *policyv1beta1.PodSecurityPolicy
+		wantErr string
+	}{
+		{"valid psp", anyRule(policyv1beta1.RunAsUserStrategyRunAsAny), ""},
+		{"bad psp strategy options", anyRule(policyv1beta1.RunAsUserStrategyMustRunAs), "MustRunAs requires at least one range"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tc.psp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{Object: content}
+			before := u.DeepCopy()
+			obj, err := newPlugin124(t, allowed124{}, nil).compileObject(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compiled := obj.(*compiledPolicy)
+			switch {
+			case tc.wantErr == "" && compiled.err != nil:
+				t.Errorf("unusable: %v", compiled.err)
+			case tc.wantErr != "" && (compiled.err == nil || !strings.Contains(compiled.err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one containing %q", compiled.err, tc.wantErr)
+			case tc.wantErr != "" && compiled.provider != nil:
+				t.Error("an unusable policy has a provider")
+			}
+			if !apiequality.Semantic.DeepEqual(u, before) {
+				t.Errorf("compiling changed the policy: %v", u.Object)
 			}
 		})
 	}
