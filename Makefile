@@ -36,6 +36,13 @@ PGO_FLAG    := -pgo=$(abspath $(PGO_PROFILE))
 # builds stock without one (BUILD_PGO empty), like upstream's release.
 BUILD_PGO ?=
 
+# With -pgo, go test compiles again, as test-only copies, every dependency that no non-test
+# file of the listed packages reaches (cmd/go's recompileForTest): for a package of test files
+# only, such as test/release, that is the whole of Kubernetes, minutes on a cold cache. Listing
+# the integration framework (no tests of its own) beside it makes its dependencies, most of
+# Kubernetes, reached; ./test/integration/... lists it already.
+PGO_SHARED_DEPS := ./test/integration/framework
+
 .PHONY: help
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -70,7 +77,7 @@ test-release: ## release tests: amd64 release rebuilt byte-identical, image buil
 	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(GO) -C build/image test ./...
-	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test $(PGO_FLAG) -count=1 ./test/release/
+	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS)
 
 .PHONY: etcd
 etcd: ## build etcd at the version Kubernetes pins into _output/bin
@@ -93,7 +100,7 @@ local-up:
 	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/local-up ./hack/local-up
 
 .PHONY: run
-run: build etcd kube-controller-manager local-up ## a local control plane on 127.0.0.1 until Ctrl-C (RUN_DIR, API_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT)
+run: build etcd kube-controller-manager local-up ## a local control plane on 127.0.0.1 until Ctrl-C (RUN_DIR, API_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, PORTCULLIS_PROMETHEUS_URL)
 	@PORTCULLIS_BIN_DIR=$(BIN_DIR) exec $(BIN_DIR)/local-up
 
 .PHONY: build-test-binaries
@@ -122,19 +129,21 @@ test-unit: ## unit tests, then those of the concurrent packages under the race d
 
 # Each Go fuzz target (func FuzzXxx beside the unit tests) fuzzes for FUZZTIME; a crasher
 # fails the run and is written under the package's testdata/fuzz/, where it stays as a seed.
-# The instrumented build is a cache configuration of its own: minutes when cold, seconds warm.
-# make test's smoke run leaves out the packages whose instrumented build is the whole server
-# (FUZZ_SOAK_ONLY: a quarter of an hour on a cold cache); their seeds still run as unit tests,
-# and make soak fuzzes every package.
+# The instrumented build is a cache configuration of its own: fuzzing compiles every
+# dependency again. make test's smoke run leaves out the packages whose tests depend on
+# k8s.io/apiserver's admission (FUZZ_SMOKE_WITHOUT): instrumenting the API server's stack costs
+# minutes of a cold make test. Their seeds still run as unit tests, and make soak fuzzes every
+# package.
 FUZZTIME ?= 10s
-FUZZ_SOAK_ONLY = $(MODULE)/cmd/kube-apiserver/app
+FUZZ_SMOKE_WITHOUT = k8s.io/apiserver/pkg/admission
 
 .PHONY: test-fuzz
-test-fuzz: ## Go fuzz targets but the soak-only ones, each for FUZZTIME (10s); FUZZ_REPORT=<file> writes executions and time per target
-	GO='$(GO)' FUZZTIME='$(FUZZTIME)' FUZZ_PACKAGES='$(filter-out $(FUZZ_SOAK_ONLY),$(UNIT_PACKAGES))' hack/fuzz.sh
+test-fuzz: ## Go fuzz targets of the packages without the API server's stack, each for FUZZTIME (10s); FUZZ_REPORT=<file> writes executions and time per target
+	GO='$(GO)' FUZZTIME='$(FUZZTIME)' FUZZ_PACKAGES='$(UNIT_PACKAGES)' FUZZ_WITHOUT='$(FUZZ_SMOKE_WITHOUT)' hack/fuzz.sh
 
 .PHONY: test-integration
-test-integration: build-test-binaries ## integration tests: real etcd, real servers
+test-integration: build-test-binaries ## integration tests: real etcd, real servers, a real Prometheus
+	hack/install-test-deps.sh
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
 .PHONY: bench

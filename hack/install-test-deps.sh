@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# Installs, from Debian, the tools the release tests run when they are missing: skopeo (reads
-# the OCI image archive), systemd (systemd-analyze verifies the unit) and prometheus
-# (promtool checks and unit-tests the alerting rules). `make test-release`
-# runs it; it needs root to install (CI has it), and does nothing when both are present.
+# Installs, from Debian, the tools the integration and release tests run when they are
+# missing: skopeo (reads the OCI image archive), systemd (systemd-analyze verifies the unit)
+# and prometheus (promtool checks and unit-tests the alerting rules and backfills the usage
+# history InitialResources's test serves with prometheus). `make test-integration` and `make
+# test-release` run it; it needs root to install (CI has it), and does nothing when all are
+# present.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
 missing=()
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
-command -v promtool >/dev/null || missing+=(prometheus)
+{ command -v promtool >/dev/null && command -v prometheus >/dev/null; } || missing+=(prometheus)
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi
 if [[ $(id -u) -ne 0 ]]; then
-  echo "the release tests need ${missing[*]}: run sudo $0 (or apt-get install ${missing[*]})" >&2
+  echo "the integration and release tests need ${missing[*]}: run sudo $0 (or apt-get install ${missing[*]})" >&2
   exit 1
 fi
 if ! command -v apt-get >/dev/null; then
-  echo "the release tests need ${missing[*]}, and there is no apt-get here to install them: install them yourself" >&2
+  echo "the integration and release tests need ${missing[*]}, and there is no apt-get here to install them: install them yourself" >&2
   exit 1
 fi
-echo "installing ${missing[*]} for the release tests"
+echo "installing ${missing[*]} for the integration and release tests"
 apt-get update
 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
 )
@@ -16,6 +17,9 @@ type config struct {
 	EtcdPort     int    // ETCD_PORT
 	EtcdPeerPort int    // ETCD_PEER_PORT
 	KCMPort      int    // KCM_PORT: kube-controller-manager's health and metrics
+	// PrometheusURL (PORTCULLIS_PROMETHEUS_URL) is a Prometheus for InitialResources, which
+	// is enabled only with one.
+	PrometheusURL string
 }
 
 // portSetting ties a port to the variable that moves it, for error messages.
@@ -40,6 +44,12 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		BinDir: valueOr(getenv("PORTCULLIS_BIN_DIR"), filepath.Join("_output", "bin")),
 	}
 	var errs []error
+	if raw := getenv("PORTCULLIS_PROMETHEUS_URL"); raw != "" {
+		if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("PORTCULLIS_PROMETHEUS_URL=%q is not an http or https URL with a host", raw))
+		}
+		c.PrometheusURL = raw
+	}
 	for _, p := range c.ports() {
 		raw := getenv(p.variable)
 		if raw == "" {

@@ -33,6 +33,16 @@ func TestConfigFromEnv(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "a Prometheus",
+			env:  map[string]string{"PORTCULLIS_PROMETHEUS_URL": "http://127.0.0.1:9090"},
+			check: func(t *testing.T, c config) {
+				if c.PrometheusURL != "http://127.0.0.1:9090" {
+					t.Errorf("PrometheusURL %q", c.PrometheusURL)
+				}
+			},
+		},
+		{name: "a Prometheus that is no URL", env: map[string]string{"PORTCULLIS_PROMETHEUS_URL": "127.0.0.1:9090"}, wantErr: `PORTCULLIS_PROMETHEUS_URL="127.0.0.1:9090" is not an http or https URL`},
 		{name: "not a number", env: map[string]string{"ETCD_PORT": "abc"}, wantErr: `ETCD_PORT="abc" is not a port number`},
 		{name: "out of range", env: map[string]string{"API_PORT": "70000"}, wantErr: `API_PORT="70000" is not a port number`},
 		{name: "two variables, one port", env: map[string]string{"KCM_PORT": "6443"}, wantErr: "API_PORT and KCM_PORT are both 6443"},

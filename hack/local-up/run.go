@@ -19,6 +19,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 	"github.com/portcullis-k8s/portcullis/internal/proc"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
 )
 
 // ReadyBanner starts the line printed once the whole control plane serves.
@@ -81,7 +82,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	if err := controlplane.WriteKubeconfig(dirs.kcmKubeconf, server, files.CA, files.ControllerManager); err != nil {
 		return err
 	}
-	if err := writeAdmissionConfigIfMissing(dirs.admissionConfig); err != nil {
+	if err := writeAdmissionConfigIfMissing(dirs.admissionConfig, cfg.PrometheusURL); err != nil {
 		return err
 	}
 
@@ -117,7 +118,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return err
 	}
 
-	ours := pluginNames()
+	ours := pluginNames(cfg.PrometheusURL != "")
 	fmt.Fprintf(out, "Starting kube-apiserver on %s with %s enabled\n", server, strings.Join(ours, ", "))
 	apiserverFlags := append(controlplane.APIServerFlags(files, dirs.certs, controlplane.EtcdURL(cfg.EtcdPort), cfg.APIPort),
 		"--enable-admission-plugins="+strings.Join(ours, ","),
@@ -173,9 +174,14 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	}
 }
 
-func pluginNames() []string {
+// pluginNames are the plugins of ours make run enables: every one, but InitialResources only
+// with a Prometheus to read (PORTCULLIS_PROMETHEUS_URL).
+func pluginNames(prometheus bool) []string {
 	var names []string
 	for _, p := range portcullisadmission.Plugins() {
+		if p.Name == initialresources.PluginName && !prometheus {
+			continue
+		}
 		names = append(names, p.Name)
 	}
 	return names

@@ -514,6 +514,10 @@ var caseGoals = map[string]caseGoal{
 	// (every policy is tried on a copy of the pod: the cost grows with their number).
 	"podsecuritypolicy.BenchmarkAdmit/checked-admit/policies=10":  {ns: 20000},
 	"podsecuritypolicy.BenchmarkAdmit/checked-admit/policies=100": {ns: 200000},
+	// InitialResources: a pod whose image's estimate is cached, beyond the pod's copy; a
+	// miss on a stuck source, bounded by its 1 ms miss wait.
+	"initialresources.BenchmarkAdmit/checked-cached":      {ns: 5000, beyond: "BenchmarkAdmit/pod-deep-copy-alone"},
+	"initialresources.BenchmarkAdmit/other-miss-wait=1ms": {ns: 1500000},
 	// WebhookConfigurationGuard: a write of a webhook configuration among 200, which checks
 	// the whole chain; such writes are rare (the benchmark's own goal).
 	"webhookconfigurationguard.BenchmarkValidate/checked-write-200-configurations": {ns: 10000000},

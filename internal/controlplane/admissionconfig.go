@@ -6,15 +6,18 @@ import (
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
 )
 
 // AdmissionConfig is the admission configuration `make run` and the soak pass to
 // --admission-control-config-file: every plugin of ours that reads configuration with its
 // example, and the Portcullis entry with our webhook dispatch on. With dayOne (make run), the
 // plugins that refuse ordinary workloads are in Warn+Audit enforcement mode, as the deploy
-// kit has them; the soak, which measures refusals, leaves them denying. A stock
-// kube-apiserver starts with either (rollback); the rollback test holds them to that.
-func AdmissionConfig(dayOne bool) string {
+// kit has them; the soak, which measures refusals, leaves them denying. prometheusURL, when
+// set (make run's PORTCULLIS_PROMETHEUS_URL), is the Prometheus InitialResources reads. A
+// stock kube-apiserver starts with any of them (rollback); the rollback test holds them to
+// that.
+func AdmissionConfig(dayOne bool, prometheusURL string) string {
 	var b strings.Builder
 	b.WriteString("# Admission configuration (--admission-control-config-file).\n")
 	b.WriteString("# Every Portcullis plugin is enabled with --enable-admission-plugins. A plugin that\n")
@@ -27,7 +30,11 @@ func AdmissionConfig(dayOne bool) string {
 			fmt.Fprintf(&b, "# %s: takes no configuration.\n", p.Name)
 			continue
 		}
-		writeEntry(&b, p.Name, p.ExampleConfig)
+		config := p.ExampleConfig
+		if p.Name == initialresources.PluginName && prometheusURL != "" {
+			config += "prometheus:\n  url: " + prometheusURL + "\n"
+		}
+		writeEntry(&b, p.Name, config)
 	}
 	b.WriteString("# The Portcullis entry: settings of ours that are no one plugin's. Here, our dispatch of\n")
 	b.WriteString("# the two webhook plugins: circuit breakers, a time budget, the validating early exit\n")

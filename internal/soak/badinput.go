@@ -412,6 +412,10 @@ func ourValidationCases(namespace string) []BadInput {
 			contentJSONPatch, []byte(`[{"op":"add","path":"/spec/ephemeralContainers","value":[{"image":"x"}]}]`), NeedsPod, 422),
 		c("pods: a pod of a privileged container with runAsUser", "SecurityContextDeny", http.MethodPost, strings.TrimSuffix(pods, "/"), contentJSON,
 			mustJSON(withSpec(badInputPodObject("badinput-run-as-user"), "securityContext", map[string]any{"runAsUser": 0})), "", 403),
+		c("pods: an image with a trailing space, in a container without requests", "InitialResources", http.MethodPost, strings.TrimSuffix(pods, "/"), contentJSON,
+			mustJSON(withContainer(badInputPodObject("badinput-image-space"), "image", "registry.k8s.io/pause:3.10 ")), "", 422),
+		c("pods: a memory request that is no quantity", "InitialResources", http.MethodPost, strings.TrimSuffix(pods, "/"), contentJSON,
+			mustJSON(withContainer(badInputPodObject("badinput-request"), "resources", map[string]any{"requests": map[string]any{"memory": "lots"}})), "", 400),
 		c("pods/exec: a pod name with an escaped slash", "DenyEscalatingExec", http.MethodPost, pods+"a%2Fb/exec?container=a&stdout=true&command=true", "", nil, "", 0),
 		c("pods/exec: a pod name of 300 characters", "DenyExecOnPrivileged", http.MethodPost, pods+strings.Repeat("a", 300)+"/exec?container=a&stdout=true&command=true", "", nil, "", 0),
 		c("podpresets: a selector operator that does not exist", "PodPreset", http.MethodPost, presets, contentJSON,
@@ -515,6 +519,12 @@ func spec(obj map[string]any) map[string]any { return obj["spec"].(map[string]an
 
 func withSpec(obj map[string]any, key string, value any) map[string]any {
 	spec(obj)[key] = value
+	return obj
+}
+
+// withContainer sets a field of the pod's first container.
+func withContainer(obj map[string]any, key string, value any) map[string]any {
+	spec(obj)["containers"].([]any)[0].(map[string]any)[key] = value
 	return obj
 }
 

@@ -200,7 +200,7 @@ func ourPluginNames() []string {
 // (controlplane.AdmissionConfig): each plugin's example configuration from the registry, and
 // the Portcullis entry with our webhook dispatch on.
 func writeAdmissionConfig(path string) error {
-	return os.WriteFile(path, []byte(controlplane.AdmissionConfig(false)), 0o600)
+	return os.WriteFile(path, []byte(controlplane.AdmissionConfig(false, "")), 0o600)
 }
 
 // freePorts returns n distinct TCP ports of 127.0.0.1 that were free a moment ago.

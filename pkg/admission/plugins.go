@@ -10,6 +10,7 @@ import (
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
@@ -40,6 +41,17 @@ func Plugins() []Plugin {
 			Phase:    MutatingAndValidating,
 			Anchor:   Before("LimitRanger"),
 			Register: podpreset.Register,
+		},
+		{
+			// Where 1.10 had it: before PodPreset, so before LimitRanger, whose defaults then
+			// apply only to what it left unset. Mutating only.
+			Name:          initialresources.PluginName,
+			Phase:         Mutating,
+			Anchor:        Before(podpreset.PluginName),
+			Register:      initialresources.Register,
+			ExampleConfig: initialresources.ExampleConfig,
+			Prerequisite: "point it at your Prometheus (prometheus.url in its configuration) or install the VerticalPodAutoscaler first, " +
+				"and decide to: it sets the requests of new pods from their data, which changes where and whether they schedule",
 		},
 		{
 			// Where 1.23 and 1.24 had it: after PodSecurity, before PodNodeSelector. Mutating

@@ -107,8 +107,9 @@ func TestRollback(t *testing.T) {
 		}{
 			{"kubeadm static pod (build/deploy/static-pod)", deployConfig, kubeadmFlags},
 			{"systemd unit (build/deploy/systemd)", deployConfig, []string{"--enable-admission-plugins=" + systemdEnv["ENABLE_ADMISSION_PLUGINS"]}},
-			{"make run", controlplane.AdmissionConfig(true), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
-			{"the soak", controlplane.AdmissionConfig(false), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
+			{"make run", controlplane.AdmissionConfig(true, ""), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
+			{"make run with a Prometheus", controlplane.AdmissionConfig(true, "http://127.0.0.1:9090"), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
+			{"the soak", controlplane.AdmissionConfig(false, ""), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
 			{"PodSecurityPolicy, API first (docs/plugins/podsecuritypolicy.md)", rollbackAdmissionConfig, []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy"}},
 		}
 		for i, setup := range setups {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	guardv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/internal/configfile"
 )
 
 const (
@@ -39,24 +40,10 @@ func init() {
 // LoadConfiguration reads the plugin's configuration from the admission config file's
 // reader, defaulted and validated. A nil reader (no configuration) gives the defaults.
 func LoadConfiguration(r io.Reader) (*guardv1alpha1.WebhookConfigurationGuardConfiguration, error) {
-	cfg := &guardv1alpha1.WebhookConfigurationGuardConfiguration{}
-	if r != nil {
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading configuration: %w", PluginName, err)
-		}
-		if len(data) > 0 {
-			obj, gvk, err := codecs.UniversalDeserializer().Decode(data, nil, nil)
-			if err != nil {
-				return nil, fmt.Errorf("%s: decoding configuration: %w", PluginName, err)
-			}
-			decoded, ok := obj.(*guardv1alpha1.WebhookConfigurationGuardConfiguration)
-			if !ok {
-				return nil, fmt.Errorf("%s: configuration is %v, want %s", PluginName, gvk,
-					guardv1alpha1.SchemeGroupVersion.WithKind("WebhookConfigurationGuardConfiguration"))
-			}
-			cfg = decoded
-		}
+	cfg, err := configfile.Decode(PluginName, r, codecs.UniversalDeserializer(), &guardv1alpha1.WebhookConfigurationGuardConfiguration{},
+		guardv1alpha1.SchemeGroupVersion.WithKind("WebhookConfigurationGuardConfiguration"))
+	if err != nil {
+		return nil, err
 	}
 	SetDefaults(cfg)
 	if errs := Validate(cfg); len(errs) > 0 {

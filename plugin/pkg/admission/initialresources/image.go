@@ -1,0 +1,50 @@
+package initialresources
+
+import (
+	"github.com/distribution/reference"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// image is a container image reference and the spellings its usage history may be recorded
+// under. 1.10 split the reference at ":" (strings.Split(image, ":")[0]), which cut
+// "registry:5000/app:1" at the port and kept a digest as part of the "tag"; this parses it
+// as the runtime does, so "nginx", "nginx:latest" and "docker.io/library/nginx:latest" are
+// one image, and its repository is docker.io/library/nginx whatever the tag or digest.
+type image struct {
+	// key is the normalized reference (docker.io/library/nginx:latest).
+	key string
+	// exact are the spellings of this very image: as the pod wrote it, normalized and
+	// familiar (nginx:latest), and for a reference with both tag and digest, each alone.
+	exact []string
+	// repository are the spellings of its repository, any tag or digest: normalized
+	// (docker.io/library/nginx) and familiar (nginx).
+	repository []string
+}
+
+// parseImage reads a pod's image reference; false when it is not one (no estimate then).
+func parseImage(written string) (image, bool) {
+	named, err := reference.ParseNormalizedNamed(written)
+	if err != nil {
+		return image{}, false
+	}
+	full := reference.TagNameOnly(named) // the :latest a runtime pulls for a bare name
+	exact := sets.New(written, full.String(), reference.FamiliarString(full))
+	if reference.IsNameOnly(named) {
+		exact.Insert(named.String(), reference.FamiliarString(named))
+	}
+	tagged, hasTag := named.(reference.Tagged)
+	digested, hasDigest := named.(reference.Digested)
+	if hasTag && hasDigest {
+		if ref, err := reference.WithTag(reference.TrimNamed(named), tagged.Tag()); err == nil {
+			exact.Insert(ref.String(), reference.FamiliarString(ref))
+		}
+		if ref, err := reference.WithDigest(reference.TrimNamed(named), digested.Digest()); err == nil {
+			exact.Insert(ref.String(), reference.FamiliarString(ref))
+		}
+	}
+	return image{
+		key:        full.String(),
+		exact:      sets.List(exact),
+		repository: sets.List(sets.New(named.Name(), reference.FamiliarName(named))),
+	}, true
+}

@@ -1,0 +1,163 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func init() {
+	localSchemeBuilder.Register(addInitialResourcesKnownTypes)
+}
+
+func addInitialResourcesKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &InitialResourcesConfiguration{})
+	return nil
+}
+
+// InitialResourcesSourceName names a source of usage history for the InitialResources plugin.
+type InitialResourcesSourceName string
+
+const (
+	// InitialResourcesSourcePrometheus reads cAdvisor's container metrics from a Prometheus
+	// server's HTTP API.
+	InitialResourcesSourcePrometheus InitialResourcesSourceName = "Prometheus"
+	// InitialResourcesSourceVerticalPodAutoscaler reads the recommendation of the
+	// VerticalPodAutoscaler (autoscaling.k8s.io/v1) that targets the pod's owner.
+	InitialResourcesSourceVerticalPodAutoscaler InitialResourcesSourceName = "VerticalPodAutoscaler"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// InitialResourcesConfiguration configures the InitialResources admission plugin, which sets
+// the requests of a new pod's containers that set neither request nor limit for a resource,
+// from the usage history of containers running the same image.
+type InitialResourcesConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Sources are asked in order for each container's estimate; the first with one wins.
+	// Defaults to [VerticalPodAutoscaler, Prometheus] when prometheus is set, else
+	// [VerticalPodAutoscaler].
+	// +optional
+	// +listType=atomic
+	Sources []InitialResourcesSourceName `json:"sources,omitempty"`
+
+	// Percentile of the usage samples that becomes the request, 1 to 100. Defaults to 90.
+	// +optional
+	Percentile *int32 `json:"percentile,omitempty"`
+
+	// SamplesThreshold is how many samples a history needs before a wider one is not
+	// tried. Defaults to 30.
+	// +optional
+	SamplesThreshold *int32 `json:"samplesThreshold,omitempty"`
+
+	// ShortWindow is the first history looked at. Defaults to 168h (7 days).
+	// +optional
+	ShortWindow *metav1.Duration `json:"shortWindow,omitempty"`
+
+	// LongWindow is the history looked at when the short one has too few samples. Defaults
+	// to 720h (30 days). At least ShortWindow.
+	// +optional
+	LongWindow *metav1.Duration `json:"longWindow,omitempty"`
+
+	// NamespaceOnly limits the history to the pod's namespace.
+	// +optional
+	NamespaceOnly bool `json:"namespaceOnly,omitempty"`
+
+	// CacheTTL is how long an estimate is served from the cache; it is refreshed in the
+	// background before it expires while pods of the image keep coming. Defaults to 10m.
+	// +optional
+	CacheTTL *metav1.Duration `json:"cacheTTL,omitempty"`
+
+	// MissWait bounds how long a pod whose image has no cached estimate waits for the
+	// sources; past it the pod is admitted unchanged and the estimate cached for the next
+	// pod. Defaults to 100ms; at most 5s.
+	// +optional
+	MissWait *metav1.Duration `json:"missWait,omitempty"`
+
+	// Prometheus is the Prometheus server the Prometheus source queries.
+	// +optional
+	Prometheus *InitialResourcesPrometheus `json:"prometheus,omitempty"`
+
+	// VerticalPodAutoscaler configures the VerticalPodAutoscaler source.
+	// +optional
+	VerticalPodAutoscaler *InitialResourcesVerticalPodAutoscaler `json:"verticalPodAutoscaler,omitempty"`
+
+	// FitLimitRanges keeps an estimate within what the namespace's LimitRanges allow a
+	// container: at least their min, at most their max and their default limit (which
+	// LimitRanger gives a container that sets none), so that an estimate never gets the pod
+	// refused.
+	// +optional
+	FitLimitRanges bool `json:"fitLimitRanges,omitempty"`
+}
+
+// InitialResourcesPrometheus is a Prometheus server, and the names its container metrics
+// have.
+type InitialResourcesPrometheus struct {
+	// URL of the server, http or https, e.g. http://prometheus.monitoring:9090 or a proxy's
+	// path prefix.
+	URL string `json:"url"`
+
+	// BearerTokenFile is the absolute path of a file whose content is sent as a bearer token.
+	// +optional
+	BearerTokenFile string `json:"bearerTokenFile,omitempty"`
+
+	// CAFile is the absolute path of the PEM bundle that verifies an https server; the
+	// system's roots by default.
+	// +optional
+	CAFile string `json:"caFile,omitempty"`
+
+	// Timeout bounds one query. Defaults to 10s.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Step is the resolution of the usage samples: one sample per series per step. Defaults
+	// to 5m.
+	// +optional
+	Step *metav1.Duration `json:"step,omitempty"`
+
+	// MaxPointsPerSeries is the most samples one query asks per series (Prometheus refuses
+	// more than 11,000); a longer window is read in several queries. Defaults to 11000.
+	// +optional
+	MaxPointsPerSeries *int32 `json:"maxPointsPerSeries,omitempty"`
+
+	// CPUMetric is the counter of CPU seconds used. Defaults to
+	// container_cpu_usage_seconds_total.
+	// +optional
+	CPUMetric string `json:"cpuMetric,omitempty"`
+
+	// CPURateWindow is the range of the rate() over the CPU counter. Defaults to 2m.
+	// +optional
+	CPURateWindow *metav1.Duration `json:"cpuRateWindow,omitempty"`
+
+	// MemoryMetric is the gauge of memory bytes used. Defaults to
+	// container_memory_working_set_bytes.
+	// +optional
+	MemoryMetric string `json:"memoryMetric,omitempty"`
+
+	// ImageLabel, NamespaceLabel and ContainerLabel are the labels of the image, the pod's
+	// namespace and the container's name. Default to image, namespace and container.
+	// +optional
+	ImageLabel string `json:"imageLabel,omitempty"`
+	// +optional
+	NamespaceLabel string `json:"namespaceLabel,omitempty"`
+	// +optional
+	ContainerLabel string `json:"containerLabel,omitempty"`
+}
+
+// InitialResourcesRecommendation names a field of a VerticalPodAutoscaler's container
+// recommendation.
+type InitialResourcesRecommendation string
+
+const (
+	// InitialResourcesRecommendationTarget is the recommendation within the VPA's policy.
+	InitialResourcesRecommendationTarget InitialResourcesRecommendation = "target"
+	// InitialResourcesRecommendationUncappedTarget ignores the VPA's min and max allowed.
+	InitialResourcesRecommendationUncappedTarget InitialResourcesRecommendation = "uncappedTarget"
+)
+
+// InitialResourcesVerticalPodAutoscaler configures the VerticalPodAutoscaler source.
+type InitialResourcesVerticalPodAutoscaler struct {
+	// Recommendation is the field used: target (the default) or uncappedTarget.
+	// +optional
+	Recommendation InitialResourcesRecommendation `json:"recommendation,omitempty"`
+}
