@@ -83,6 +83,9 @@ type Plugin struct {
 	cfg     *admissionv1alpha1.InitialResourcesConfiguration
 
 	limitRanges corev1listers.LimitRangeLister // with fitLimitRanges
+	// limitRangesSynced reports the LimitRanges listed. Until then no estimate is set: it
+	// could not be kept within them, and a pod is never held waiting for them.
+	limitRangesSynced func() bool
 
 	// requestsSet are estimatesSet's counters, by source and resource, resolved once.
 	requestsSet map[string]map[api.ResourceName]metrics.CounterMetric
@@ -189,8 +192,7 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 		return
 	}
 	lr := f.Core().V1().LimitRanges()
-	p.limitRanges = lr.Lister()
-	p.SetReadyFunc(lr.Informer().HasSynced)
+	p.limitRanges, p.limitRangesSynced = lr.Lister(), lr.Informer().HasSynced
 }
 
 // ValidateInitialization checks the plugin got what its sources need.
@@ -382,6 +384,9 @@ func (p *Plugin) apply(namespace string, n *need, source string, estimate func(a
 
 // fitLimitRanges keeps q within what the namespace's LimitRanges allow a container.
 func (p *Plugin) fitLimitRanges(namespace string, res api.ResourceName, q resource.Quantity) (resource.Quantity, bool) {
+	if !p.limitRangesSynced() {
+		return q, false
+	}
 	ranges, err := p.limitRanges.LimitRanges(namespace).List(labels.Everything())
 	if err != nil {
 		klog.ErrorS(err, "InitialResources: listing LimitRanges; the estimate is not set", "namespace", namespace)

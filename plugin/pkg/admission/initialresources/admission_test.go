@@ -456,3 +456,19 @@ func TestFitLimitRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestFitLimitRangesBeforeTheyAreListed: until the LimitRanges are listed, no estimate is set
+// (it could not be kept within them), and the pod is not held waiting.
+func TestFitLimitRangesBeforeTheyAreListed(t *testing.T) {
+	p := newTestPlugin(t, historyOf(map[string][2]int{"nginx": {50, 512 << 20}}), func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+		c.FitLimitRanges = true
+	})
+	p.SetExternalKubeInformerFactory(informers.NewSharedInformerFactory(fake.NewClientset(), 0)) // never started
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{container("web", "nginx", nil, nil)}}}
+	if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.Containers[0].Resources.Requests != nil || pod.Annotations != nil {
+		t.Errorf("the pod was changed: %v %v", pod.Spec.Containers[0].Resources.Requests, pod.Annotations)
+	}
+}
