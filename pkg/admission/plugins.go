@@ -5,6 +5,7 @@
 package admission
 
 import (
+	"io"
 	"slices"
 
 	genericadmission "k8s.io/apiserver/pkg/admission"
@@ -50,6 +51,7 @@ func Plugins() []Plugin {
 			Anchor:        Before(podpreset.PluginName),
 			Register:      initialresources.Register,
 			ExampleConfig: initialresources.ExampleConfig,
+			CheckConfig:   initialresources.CheckConfiguration,
 			Prerequisite: "point it at your Prometheus (prometheus.url in its configuration) or install the VerticalPodAutoscaler first, " +
 				"and decide to: it sets the requests of new pods from their data, which changes where and whether they schedule",
 		},
@@ -88,6 +90,7 @@ func Plugins() []Plugin {
 			Anchor:        Before("MutatingAdmissionPolicy"),
 			Register:      webhookconfigurationguard.Register,
 			ExampleConfig: webhookconfigurationguard.ExampleConfig,
+			CheckConfig:   webhookconfigurationguard.CheckConfiguration,
 		},
 	}
 }
@@ -162,6 +165,9 @@ type Plugin struct {
 	// --admission-control-config-file, in YAML; empty when the plugin takes none.
 	// `make run` writes it into its admission configuration.
 	ExampleConfig string
+	// CheckConfig reads the plugin's configuration (nil: none given) as its factory does,
+	// files it names included; the command runs it before the server dials etcd.
+	CheckConfig func(io.Reader) error
 	// Prerequisite, when set, says what an operator must do before enabling the plugin, or
 	// the cluster breaks. The deploy examples name such a plugin rather than enable it.
 	Prerequisite string

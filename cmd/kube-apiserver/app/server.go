@@ -100,6 +100,10 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			if err := enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(s.Admission)); err != nil {
 				return err
 			}
+			// Our plugins' own entries too: upstream reads them only once etcd is dialled.
+			if err := portcullisadmission.CheckConfigurations(s.Admission); err != nil {
+				return err
+			}
 			// First among the decorators, so they see the plugins rather than upstream's
 			// wrappers; readiness before enforcement, whose wrappers hide the plugin's methods.
 			readiness := &portcullisadmission.ReadinessChecks{}

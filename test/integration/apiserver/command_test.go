@@ -296,6 +296,12 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			want: []string{"configuration.webhookDispatch.validating.circuitBreaker.failureThreshold"},
 		},
 		{
+			name: "a plugin configuration with a misspelt field",
+			args: []string{"--enable-admission-plugins=InitialResources",
+				"--admission-control-config-file=" + initialResourcesConfig(t, "http://127.0.0.1:9090", "    percentil: 90\n")},
+			want: []string{"InitialResources", `unknown field "percentil"`},
+		},
+		{
 			name: "an enforcement mode that is not one",
 			args: []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + enforcementConfig(t, "SecurityContextDeny", "Maybe")},
 			want: []string{"modes", "Maybe"},

@@ -166,6 +166,17 @@ func (p *Plugin) setHistory(h usageHistory, timeout time.Duration) {
 	})
 }
 
+// CheckConfiguration reads a configuration as the plugin's factory does, the files it names
+// included: the command runs it before the server starts.
+func CheckConfiguration(r io.Reader) error {
+	cfg, err := LoadConfiguration(r)
+	if err != nil {
+		return err
+	}
+	_, err = New(cfg)
+	return err
+}
+
 // SetDynamicClient receives the client the VerticalPodAutoscaler source reads with.
 func (p *Plugin) SetDynamicClient(client dynamic.Interface) {
 	if !slices.Contains(p.sources, admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler) {

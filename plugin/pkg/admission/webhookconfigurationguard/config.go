@@ -52,6 +52,13 @@ func LoadConfiguration(r io.Reader) (*guardv1alpha1.WebhookConfigurationGuardCon
 	return cfg, nil
 }
 
+// CheckConfiguration reads a configuration as the plugin's factory does: the command runs it
+// before the server starts.
+func CheckConfiguration(r io.Reader) error {
+	_, err := LoadConfiguration(r)
+	return err
+}
+
 // SetDefaults fills what the configuration leaves out: every check Warn (a guard turned on
 // must not break existing deploy tooling), the 5 s timeout threshold and the 34 s budget.
 func SetDefaults(cfg *guardv1alpha1.WebhookConfigurationGuardConfiguration) {
