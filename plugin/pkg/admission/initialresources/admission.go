@@ -182,17 +182,14 @@ func (p *Plugin) SetDynamicClient(client dynamic.Interface) {
 	if !slices.Contains(p.sources, admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler) {
 		return
 	}
-	onError := func(what string) func(any, error) {
-		return func(key any, err error) {
-			sourceErrors.WithLabelValues(string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler)).Inc()
-			klog.ErrorS(err, "InitialResources: the VerticalPodAutoscaler source failed; pods are admitted without its estimate", what, key)
-		}
+	report := func(err error, keysAndValues ...any) {
+		sourceErrors.WithLabelValues(string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler)).Inc()
+		klog.ErrorS(err, "InitialResources: the VerticalPodAutoscaler source failed; pods are admitted without its estimate", keysAndValues...)
 	}
 	v := &vpaSource{client: client, recommendation: p.cfg.VerticalPodAutoscaler.Recommendation}
 	ttl, timeout := p.cfg.CacheTTL.Duration, 10*time.Second
-	listErr, ownerErr := onError("namespace"), onError("owner")
-	v.autoscalers = newCache(ttl, timeout, v.listAutoscalers, func(k string, err error) { listErr(k, err) })
-	v.owners = newCache(ttl, timeout, v.ownerOf, func(k objectRef, err error) { ownerErr(k.String(), err) })
+	v.autoscalers = newCache(ttl, timeout, v.listAutoscalers, func(namespace string, err error) { report(err, "namespace", namespace) })
+	v.owners = newCache(ttl, timeout, v.ownerOf, func(owner objectRef, err error) { report(err, "owner", owner.String()) })
 	p.vpa = v
 }
 
