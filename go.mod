@@ -156,13 +156,13 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0
-	k8s.io/cloud-provider v0.37.2 // indirect
+	k8s.io/cloud-provider v0.37.2
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-helpers v0.37.2 // indirect
+	k8s.io/component-helpers v0.37.2
 	k8s.io/controller-manager v0.37.2 // indirect
 	k8s.io/cri-api v0.37.2 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
-	k8s.io/csi-translation-lib v0.0.0 // indirect
+	k8s.io/csi-translation-lib v0.0.0
 	k8s.io/dynamic-resource-allocation v0.37.2 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect

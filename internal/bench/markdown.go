@@ -518,6 +518,8 @@ var caseGoals = map[string]caseGoal{
 	// miss on a stuck source, bounded by its 1 ms miss wait.
 	"initialresources.BenchmarkAdmit/checked-cached":      {ns: 5000, beyond: "BenchmarkAdmit/pod-deep-copy-alone"},
 	"initialresources.BenchmarkAdmit/other-miss-wait=1ms": {ns: 1500000},
+	// PersistentVolumeLabel: a volume located through 1,000 Nodes in the informer.
+	"persistentvolumelabel.BenchmarkAdmit/checked-labelled-nodes=1000": {ns: 20000},
 	// WebhookConfigurationGuard: a write of a webhook configuration among 200, which checks
 	// the whole chain; such writes are rare (the benchmark's own goal).
 	"webhookconfigurationguard.BenchmarkValidate/checked-write-200-configurations": {ns: 10000000},

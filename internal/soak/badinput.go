@@ -390,6 +390,20 @@ func ourValidationCases(namespace string) []BadInput {
 		mutate(spec(p))
 		return mustJSON(p)
 	}
+	volumes := "/api/v1/persistentvolumes"
+	// A CSI volume whose node affinity is requirement: the resolvers read it before
+	// validation refuses it.
+	volume := func(requirement map[string]any) []byte {
+		return mustJSON(map[string]any{
+			"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "badinput-invalid-" + namespace},
+			"spec": map[string]any{
+				"capacity": map[string]any{"storage": "1Gi"}, "accessModes": []any{"ReadWriteOnce"},
+				"csi": map[string]any{"driver": "hostpath.csi.k8s.io", "volumeHandle": "badinput"},
+				"nodeAffinity": map[string]any{"required": map[string]any{"nodeSelectorTerms": []any{
+					map[string]any{"matchExpressions": []any{requirement}}}}},
+			},
+		})
+	}
 	var env []any
 	for i := range 1025 {
 		env = append(env, map[string]any{"name": fmt.Sprintf("E%d", i), "value": "1"})
@@ -416,6 +430,10 @@ func ourValidationCases(namespace string) []BadInput {
 			mustJSON(withContainer(badInputPodObject("badinput-image-space"), "image", "registry.k8s.io/pause:3.10 ")), "", 422),
 		c("pods: a memory request that is no quantity", "InitialResources", http.MethodPost, strings.TrimSuffix(pods, "/"), contentJSON,
 			mustJSON(withContainer(badInputPodObject("badinput-request"), "resources", map[string]any{"requests": map[string]any{"memory": "lots"}})), "", 400),
+		c("persistentvolumes: a node-affinity operator that does not exist", "PersistentVolumeLabel", http.MethodPost, volumes, contentJSON,
+			volume(map[string]any{"key": "topology.hostpath.csi/node", "operator": "Near", "values": []any{"n"}}), "", 422),
+		c("persistentvolumes: a node-affinity zone of 64 characters", "PersistentVolumeLabel", http.MethodPost, volumes, contentJSON,
+			volume(map[string]any{"key": "topology.kubernetes.io/zone", "operator": "In", "values": []any{strings.Repeat("z", 64)}}), "", 422),
 		c("pods/exec: a pod name with an escaped slash", "DenyEscalatingExec", http.MethodPost, pods+"a%2Fb/exec?container=a&stdout=true&command=true", "", nil, "", 0),
 		c("pods/exec: a pod name of 300 characters", "DenyExecOnPrivileged", http.MethodPost, pods+strings.Repeat("a", 300)+"/exec?container=a&stdout=true&command=true", "", nil, "", 0),
 		c("podpresets: a selector operator that does not exist", "PodPreset", http.MethodPost, presets, contentJSON,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/persistentvolumelabel"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
@@ -54,6 +55,17 @@ func Plugins() []Plugin {
 			CheckConfig:   initialresources.CheckConfiguration,
 			Prerequisite: "point it at your Prometheus (prometheus.url in its configuration) or install the VerticalPodAutoscaler first, " +
 				"and decide to: it sets the requests of new pods from their data, which changes where and whether they schedule",
+		},
+		{
+			// Where upstream had it until 1.30: before DefaultStorageClass. Mutating only.
+			Name:          persistentvolumelabel.PluginName,
+			Phase:         Mutating,
+			Anchor:        Before("DefaultStorageClass"),
+			Register:      persistentvolumelabel.Register,
+			ExampleConfig: persistentvolumelabel.ExampleConfig,
+			CheckConfig:   persistentvolumelabel.CheckConfiguration,
+			Prerequisite: "decide to: it writes zone and region labels (over a user's) and node affinity on new PersistentVolumes, " +
+				"which decides where their pods schedule; check docs/plugins/persistentvolumelabel.md's resolvers against your volumes first",
 		},
 		{
 			// Where 1.23 and 1.24 had it: after PodSecurity, before PodNodeSelector. Mutating

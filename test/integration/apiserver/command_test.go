@@ -302,6 +302,12 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			want: []string{"InitialResources", `unknown field "percentil"`},
 		},
 		{
+			name: "a PersistentVolumeLabel rule whose expression does not compile",
+			args: []string{"--enable-admission-plugins=PersistentVolumeLabel",
+				"--admission-control-config-file=" + persistentVolumeLabelConfig(t, "    rules:\n    - source: CSI\n      match: '(['\n      zone: z\n")},
+			want: []string{"PersistentVolumeLabel", "rules[0].match", "missing closing ]"},
+		},
+		{
 			name: "an enforcement mode that is not one",
 			args: []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + enforcementConfig(t, "SecurityContextDeny", "Maybe")},
 			want: []string{"modes", "Maybe"},

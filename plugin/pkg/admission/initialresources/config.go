@@ -63,16 +63,8 @@ func init() {
 // reader, defaulted and validated. A nil or empty reader gives the defaults: the
 // VerticalPodAutoscaler source alone.
 func LoadConfiguration(r io.Reader) (*admissionv1alpha1.InitialResourcesConfiguration, error) {
-	cfg, err := configfile.Decode(PluginName, r, codecs.UniversalDeserializer(), &admissionv1alpha1.InitialResourcesConfiguration{},
-		admissionv1alpha1.SchemeGroupVersion.WithKind("InitialResourcesConfiguration"))
-	if err != nil {
-		return nil, err
-	}
-	SetDefaults(cfg)
-	if errs := Validate(cfg); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
-	}
-	return cfg, nil
+	return configfile.Load(PluginName, r, codecs.UniversalDeserializer(), &admissionv1alpha1.InitialResourcesConfiguration{},
+		admissionv1alpha1.SchemeGroupVersion.WithKind("InitialResourcesConfiguration"), SetDefaults, Validate)
 }
 
 // SetDefaults fills what the configuration leaves out.

@@ -40,16 +40,8 @@ func init() {
 // LoadConfiguration reads the plugin's configuration from the admission config file's
 // reader, defaulted and validated. A nil reader (no configuration) gives the defaults.
 func LoadConfiguration(r io.Reader) (*guardv1alpha1.WebhookConfigurationGuardConfiguration, error) {
-	cfg, err := configfile.Decode(PluginName, r, codecs.UniversalDeserializer(), &guardv1alpha1.WebhookConfigurationGuardConfiguration{},
-		guardv1alpha1.SchemeGroupVersion.WithKind("WebhookConfigurationGuardConfiguration"))
-	if err != nil {
-		return nil, err
-	}
-	SetDefaults(cfg)
-	if errs := Validate(cfg); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: invalid configuration: %w", PluginName, errs.ToAggregate())
-	}
-	return cfg, nil
+	return configfile.Load(PluginName, r, codecs.UniversalDeserializer(), &guardv1alpha1.WebhookConfigurationGuardConfiguration{},
+		guardv1alpha1.SchemeGroupVersion.WithKind("WebhookConfigurationGuardConfiguration"), SetDefaults, Validate)
 }
 
 // CheckConfiguration reads a configuration as the plugin's factory does: the command runs it

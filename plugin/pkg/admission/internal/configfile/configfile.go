@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Decode decodes the entry read from r as a T of kind want, with decoder (strict, so that a
@@ -33,4 +34,20 @@ func Decode[T runtime.Object](plugin string, r io.Reader, decoder runtime.Decode
 		return empty, fmt.Errorf("%s: configuration is %v, want %s", plugin, gvk, want)
 	}
 	return decoded, nil
+}
+
+// Load is Decode followed by the plugin's defaults and validation: the configuration its
+// factory uses, or an error naming the plugin and every invalid field.
+func Load[T runtime.Object](plugin string, r io.Reader, decoder runtime.Decoder, empty T, want schema.GroupVersionKind,
+	setDefaults func(T), validate func(T) field.ErrorList) (T, error) {
+	var none T
+	cfg, err := Decode(plugin, r, decoder, empty, want)
+	if err != nil {
+		return none, err
+	}
+	setDefaults(cfg)
+	if errs := validate(cfg); len(errs) > 0 {
+		return none, fmt.Errorf("%s: invalid configuration: %w", plugin, errs.ToAggregate())
+	}
+	return cfg, nil
 }

@@ -1,0 +1,276 @@
+package apiserver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	volumehelpers "k8s.io/cloud-provider/volume/helpers"
+
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
+)
+
+// persistentVolumeLabelConfig is an admission config giving PersistentVolumeLabel settings.
+func persistentVolumeLabelConfig(t *testing.T, settings string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "admission.yaml")
+	config := `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PersistentVolumeLabel
+  configuration:
+    apiVersion: admission.portcullis.io/v1alpha1
+    kind: PersistentVolumeLabelConfiguration
+` + settings
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// pvlPV is a PersistentVolume of 1Gi of source, with labels, annotations and one node-affinity
+// term of requirements ("key=value" or "key=v1,v2"); none when requirements is empty.
+func pvlPV(name string, source corev1.PersistentVolumeSource, labels, annotations map[string]string, requirements ...string) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: source,
+		},
+	}
+	if len(requirements) > 0 {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: requirementsOf(requirements...)}}}}
+	}
+	return pv
+}
+
+func requirementsOf(requirements ...string) []corev1.NodeSelectorRequirement {
+	var reqs []corev1.NodeSelectorRequirement
+	for _, r := range requirements {
+		key, values, _ := strings.Cut(r, "=")
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: strings.Split(values, ",")})
+	}
+	return reqs
+}
+
+func csiSource(driver, handle string) corev1.PersistentVolumeSource {
+	return corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}}
+}
+
+func TestPersistentVolumeLabel(t *testing.T) {
+	bins := framework.FindBinaries(t)
+	etcd := framework.StartEtcd(t, bins.Etcd)
+	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/persistentvolumelabel",
+		"--enable-admission-plugins=PersistentVolumeLabel",
+		"--admission-control-config-file="+persistentVolumeLabelConfig(t, `    unresolved: Refuse
+    rules:
+    - source: Cinder
+      match: '^(?P<zone>az-[0-9]+)-'
+      zone: '${zone}'
+      region: RegionOne
+`))
+	client := server.Client
+	ctx := context.Background()
+
+	// Nodes as kubelets would have registered them (none runs): two zones of one region, the
+	// host-path CSI driver's topology key, one node labelled with the beta keys only.
+	for _, n := range []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{
+			corev1.LabelTopologyZone: "zone-a", corev1.LabelTopologyRegion: "region-1", "topology.hostpath.csi/node": "node-a"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{
+			corev1.LabelFailureDomainBetaZone: "zone-b", corev1.LabelFailureDomainBetaRegion: "region-1", "topology.hostpath.csi/node": "node-b"}}},
+	} {
+		if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The plugin reads the Nodes from the server's informer: wait until it has node-b, as a
+	// dry run of a volume on it says.
+	probe := pvlPV("probe", csiSource("hostpath.csi.k8s.io", "probe"), nil, nil, "topology.hostpath.csi/node=node-b")
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pv, err := client.CoreV1().PersistentVolumes().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && pv.Labels[corev1.LabelTopologyZone] == "zone-b", err
+	}); err != nil {
+		t.Fatalf("the plugin never saw node-b: %v", err)
+	}
+
+	zoneRegion := func(zone, region string) map[string]string {
+		return map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelTopologyRegion: region}
+	}
+	provisionedBy := map[string]string{"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}
+	for _, tc := range []struct {
+		name string
+		pv   *corev1.PersistentVolume
+		// wantLabels are the PV's labels as created; wantAffinity its one term's requirements.
+		wantLabels   map[string]string
+		wantAffinity []string
+	}{
+		{name: "CSITopology: a GCE PD CSI volume's zone key; the region by csi-translation-lib",
+			pv:         pvlPV("gce-pd-csi", csiSource("pd.csi.storage.gke.io", "projects/p/zones/us-central1-a/disks/d"), nil, nil, "topology.gke.io/zone=us-central1-a"),
+			wantLabels: zoneRegion("us-central1-a", "us-central1"), wantAffinity: []string{"topology.gke.io/zone=us-central1-a",
+				corev1.LabelTopologyZone + "=us-central1-a", corev1.LabelTopologyRegion + "=us-central1"}},
+		{name: "CSITopology: a regional AWS EBS volume, zones joined by __",
+			pv:         pvlPV("ebs-csi-regional", csiSource("ebs.csi.aws.com", "vol-0123456789abcdef0"), nil, nil, "topology.ebs.csi.aws.com/zone=eu-west-1b,eu-west-1a"),
+			wantLabels: zoneRegion("eu-west-1a__eu-west-1b", "eu-west-1"), wantAffinity: []string{"topology.ebs.csi.aws.com/zone=eu-west-1b,eu-west-1a",
+				corev1.LabelTopologyZone + "=eu-west-1a,eu-west-1b", corev1.LabelTopologyRegion + "=eu-west-1"}},
+		{name: "Nodes: a host-path CSI volume takes its node's zone and region (beta-labelled node)",
+			pv:         pvlPV("hostpath-b", csiSource("hostpath.csi.k8s.io", "b"), nil, nil, "topology.hostpath.csi/node=node-b"),
+			wantLabels: zoneRegion("zone-b", "region-1"), wantAffinity: []string{"topology.hostpath.csi/node=node-b",
+				corev1.LabelTopologyZone + "=zone-b", corev1.LabelTopologyRegion + "=region-1"}},
+		{name: "VolumeID: an in-tree AWS EBS volume aws://<zone>/vol-…, the user's labels overwritten",
+			pv: pvlPV("ebs-in-tree", corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1c/vol-0123456789abcdef0"}},
+				zoneRegion("mine", "mine"), nil),
+			wantLabels: zoneRegion("us-east-1c", "us-east-1"), wantAffinity: []string{corev1.LabelTopologyZone + "=us-east-1c", corev1.LabelTopologyRegion + "=us-east-1"}},
+		{name: "Rules: an in-tree Cinder volume by the operator's rule",
+			pv:         pvlPV("cinder-rule", corev1.PersistentVolumeSource{Cinder: &corev1.CinderPersistentVolumeSource{VolumeID: "az-3-data"}}, nil, nil),
+			wantLabels: zoneRegion("az-3", "RegionOne"), wantAffinity: []string{corev1.LabelTopologyZone + "=az-3", corev1.LabelTopologyRegion + "=RegionOne"}},
+		{name: "a provisioner's labels are trusted, its affinity completed",
+			pv:         pvlPV("provisioned", csiSource("ebs.csi.aws.com", "vol-0123456789abcdef1"), zoneRegion("us-west-2b", "us-west-2"), provisionedBy),
+			wantLabels: zoneRegion("us-west-2b", "us-west-2"), wantAffinity: []string{corev1.LabelTopologyZone + "=us-west-2b", corev1.LabelTopologyRegion + "=us-west-2"}},
+		{name: "a volume nothing locates: admitted unlabelled (a CSI volume is never refused)",
+			pv:         pvlPV("nfs-csi", csiSource("nfs.csi.k8s.io", "server/share"), nil, nil),
+			wantLabels: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			created, err := client.CoreV1().PersistentVolumes().Create(ctx, tc.pv, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantLabels, created.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+			var gotAffinity []corev1.NodeSelectorRequirement
+			if na := created.Spec.NodeAffinity; na != nil {
+				gotAffinity = na.Required.NodeSelectorTerms[0].MatchExpressions
+			}
+			var wantAffinity []corev1.NodeSelectorRequirement
+			if tc.wantAffinity != nil {
+				wantAffinity = requirementsOf(tc.wantAffinity...)
+			}
+			if diff := cmp.Diff(wantAffinity, gotAffinity); diff != "" {
+				t.Errorf("node affinity (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("an in-tree volume nothing locates is refused, and counted", func(t *testing.T) {
+		const refused = `portcullis_persistentvolumelabel_volumes_total{outcome="refused",resolver=""}`
+		before := sampleValue(t, client, refused)
+		pv := pvlPV("gce-pd-unknown", corev1.PersistentVolumeSource{GCEPersistentDisk: &corev1.GCEPersistentDiskVolumeSource{PDName: "my-disk"}}, nil, nil)
+		_, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+		const want = "PersistentVolumeLabel: no zone found for GCE PD volume my-disk by the resolvers [CSITopology Nodes VolumeID Rules]"
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want a 403 saying %q", err, want)
+		}
+		if after := sampleValue(t, client, refused); after != before+1 {
+			t.Errorf("%s went from %v to %v, want one more", refused, before, after)
+		}
+		// A provisioner's placeholder is not looked up, as upstream skipped it.
+		placeholder := pvlPV("gce-pd-placeholder", corev1.PersistentVolumeSource{GCEPersistentDisk: &corev1.GCEPersistentDiskVolumeSource{PDName: "placeholder-for-provisioning"}}, nil, nil)
+		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, placeholder, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a pod's claim bound to a labelled volume: the labels the scheduler's VolumeZone reads admit node-a's zone only", func(t *testing.T) {
+		namedNamespace(t, client, "pvl")
+		pv := pvlPV("hostpath-a", csiSource("hostpath.csi.k8s.io", "a"), nil, nil, "topology.hostpath.csi/node=node-a")
+		pv.Spec.StorageClassName = "manual"
+		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		storageClass := "manual"
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &storageClass, VolumeName: "hostpath-a",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}}
+		if _, err := client.CoreV1().PersistentVolumeClaims("pvl").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+		}}
+		if _, err := client.CoreV1().Pods("pvl").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fits := volumeZoneFits(t, client, "pvl", "app")
+		if !fits["node-a"] || fits["node-b"] {
+			t.Errorf("by the volume's zone labels the pod fits %v, want node-a only", fits)
+		}
+	})
+}
+
+// volumeZoneFits follows a pod's claims to their volumes as the scheduler's VolumeZone
+// plugin does (pod → claim → spec.volumeName → PV) and reports, per Node, whether every
+// zone or region label of the volumes (topology.kubernetes.io/* and the beta keys, a zone
+// value split at "__") holds the Node's value for it, the Node's GA label standing in for a
+// beta one.
+func volumeZoneFits(t *testing.T, client kubernetes.Interface, namespace, podName string) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
+	pod, err := client.CoreV1().Pods(namespace).Get(ctx, podName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga := map[string]string{corev1.LabelFailureDomainBetaZone: corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaRegion: corev1.LabelTopologyRegion}
+	fits := map[string]bool{}
+	for _, n := range nodes.Items {
+		fits[n.Name] = true
+	}
+	labelsRead := 0
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, err := client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, v.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{corev1.LabelFailureDomainBetaZone, corev1.LabelFailureDomainBetaRegion, corev1.LabelTopologyZone, corev1.LabelTopologyRegion} {
+			value, ok := pv.Labels[key]
+			if !ok {
+				continue
+			}
+			labelsRead++
+			allowed, err := volumehelpers.LabelZonesToSet(value)
+			if err != nil {
+				t.Fatalf("volume %s: label %s=%q: %v", pv.Name, key, value, err)
+			}
+			for _, n := range nodes.Items {
+				nodeValue, ok := n.Labels[key]
+				if !ok && ga[key] != "" {
+					nodeValue, ok = n.Labels[ga[key]]
+				}
+				if !ok || !allowed.Has(nodeValue) {
+					fits[n.Name] = false
+				}
+			}
+		}
+	}
+	if labelsRead == 0 {
+		t.Fatal("the pod's volumes carry no zone or region label")
+	}
+	return fits
+}
