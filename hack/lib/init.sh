@@ -36,18 +36,21 @@ portcullis::api_packages() {
   echo github.com/portcullis-k8s/api/settings/v1alpha1
   echo github.com/portcullis-k8s/api/policy/v1beta1
   echo github.com/portcullis-k8s/api/admission/v1alpha1
+  echo github.com/portcullis-k8s/api/admissionregistration/v1alpha1
 }
 
 # portcullis::internal_packages lists the main module's internal API packages (hub types)
 # that carry generated deepcopy code.
 portcullis::internal_packages() {
   echo github.com/portcullis-k8s/portcullis/pkg/apis/policy
+  echo github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration
 }
 
 # portcullis::conversion_packages lists the main module's versioned API packages that carry
 # generated conversion and defaulting code (conversion-gen, defaulter-gen).
 portcullis::conversion_packages() {
   echo github.com/portcullis-k8s/portcullis/pkg/apis/policy/v1beta1
+  echo github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/v1alpha1
 }
 
 # portcullis::openapi_packages lists the staging packages whose OpenAPI definitions are
@@ -55,6 +58,7 @@ portcullis::conversion_packages() {
 # beside their types).
 portcullis::openapi_packages() {
   echo github.com/portcullis-k8s/api/policy/v1beta1
+  echo github.com/portcullis-k8s/api/admissionregistration/v1alpha1
 }
 
 # portcullis::openapi_readonly_packages lists the upstream packages our API types refer to.

@@ -391,6 +391,7 @@ func ourValidationCases(namespace string) []BadInput {
 		return mustJSON(p)
 	}
 	volumes := "/api/v1/persistentvolumes"
+	configmaps := "/api/v1/namespaces/" + namespace + "/configmaps"
 	// A CSI volume whose node affinity is requirement: the resolvers read it before
 	// validation refuses it.
 	volume := func(requirement map[string]any) []byte {
@@ -434,6 +435,15 @@ func ourValidationCases(namespace string) []BadInput {
 			volume(map[string]any{"key": "topology.hostpath.csi/node", "operator": "Near", "values": []any{"n"}}), "", 422),
 		c("persistentvolumes: a node-affinity zone of 64 characters", "PersistentVolumeLabel", http.MethodPost, volumes, contentJSON,
 			volume(map[string]any{"key": "topology.kubernetes.io/zone", "operator": "In", "values": []any{strings.Repeat("z", 64)}}), "", 422),
+		c("configmaps: a pending initializer whose name is not fully qualified", "Initializers", http.MethodPost, configmaps, contentJSON,
+			mustJSON(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
+				"name": "badinput-pending", "annotations": map[string]any{"initializer.admission.portcullis.io/pending": "a.example.com,example"}}}), "", 422),
+		c("initializerconfigurations: an initializer name that is not fully qualified, a rule with a subresource", "Initializers", http.MethodPost,
+			"/apis/admissionregistration.k8s.io/v1alpha1/initializerconfigurations", contentJSON,
+			mustJSON(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1alpha1", "kind": "InitializerConfiguration",
+				"metadata": map[string]any{"name": "badinput-invalid-" + namespace},
+				"initializers": []any{map[string]any{"name": "example", "rules": []any{map[string]any{
+					"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"pods/status"}}}}}}), "", 422),
 		c("pods/exec: a pod name with an escaped slash", "DenyEscalatingExec", http.MethodPost, pods+"a%2Fb/exec?container=a&stdout=true&command=true", "", nil, "", 0),
 		c("pods/exec: a pod name of 300 characters", "DenyExecOnPrivileged", http.MethodPost, pods+strings.Repeat("a", 300)+"/exec?container=a&stdout=true&command=true", "", nil, "", 0),
 		c("podpresets: a selector operator that does not exist", "PodPreset", http.MethodPost, presets, contentJSON,

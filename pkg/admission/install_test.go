@@ -53,9 +53,12 @@ func installedWithSettings(t *testing.T) (*kubeoptions.AdmissionOptions, *Settin
 
 // lastPlugins must end the chain in this order: policy and webhook plugins see the object
 // every other plugin has already changed, and ResourceQuota/AlwaysDeny are final by design.
+// Initializers sits among them where 1.10 had it: it records the initialization of the
+// object the mutating webhooks made, for the validating ones to see.
 var lastPlugins = []string{
 	"MutatingAdmissionPolicy",
 	"MutatingAdmissionWebhook",
+	"Initializers",
 	"ValidatingAdmissionPolicy",
 	"ValidatingAdmissionWebhook",
 	"ResourceQuota",

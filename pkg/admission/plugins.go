@@ -11,6 +11,7 @@ import (
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/persistentvolumelabel"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
@@ -66,6 +67,17 @@ func Plugins() []Plugin {
 			CheckConfig:   persistentvolumelabel.CheckConfiguration,
 			Prerequisite: "decide to: it writes zone and region labels (over a user's) and node affinity on new PersistentVolumes, " +
 				"which decides where their pods schedule; check docs/plugins/persistentvolumelabel.md's resolvers against your volumes first",
+		},
+		{
+			// Where 1.10 had it: after MutatingAdmissionWebhook, so that a webhook's changes
+			// are in the object whose initialization is recorded, and before the validating
+			// policies and webhooks, which then see the pending initializers. Mutating only.
+			Name:     initializers.PluginName,
+			Phase:    Mutating,
+			Anchor:   After("MutatingAdmissionWebhook"),
+			Register: initializers.Register,
+			Prerequisite: "deploy each initializer's controller before an InitializerConfiguration names it: every new object a configuration " +
+				"matches waits for its initializers (a pod does not run until they are done); docs/plugins/initializers.md",
 		},
 		{
 			// Where 1.23 and 1.24 had it: after PodSecurity, before PodNodeSelector. Mutating

@@ -415,9 +415,11 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	checkRollback(r, args, loopback)
 	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), completed.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
 		r.problem("--runtime-config: %v", err)
-	} else if namesOurAPIs(completed.APIEnablement.RuntimeConfig) {
+	} else {
 		// What stock says is among the blockers too; this says what to do instead.
-		r.RollbackBlockers = append(r.RollbackBlockers, runtimeConfigDeprecation)
+		for _, gv := range runtimeConfigNamesOurVersions(completed.APIEnablement.RuntimeConfig) {
+			r.RollbackBlockers = append(r.RollbackBlockers, runtimeConfigDeprecation(gv))
+		}
 	}
 	portcullis, err := portcullisconfig.Load(completed.Admission.GenericAdmission.ConfigFile)
 	if err != nil {
@@ -675,32 +677,34 @@ func checkRollback(r *PreflightReport, args []string, loopback string) {
 // ours, which this binary's scheme knows from process start.
 type stockAPIs struct{ *runtime.Scheme }
 
-func isOurAPI(gv schema.GroupVersion) bool {
-	return slices.Contains(portcullisconfig.ServableAPIs(), gv)
-}
-
 func (s stockAPIs) IsVersionRegistered(gv schema.GroupVersion) bool {
-	return !isOurAPI(gv) && s.Scheme.IsVersionRegistered(gv)
+	return !isOurVersion(gv) && s.Scheme.IsVersionRegistered(gv)
 }
 
 func (s stockAPIs) PrioritizedVersionsAllGroups() []schema.GroupVersion {
-	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsAllGroups(), isOurAPI)
+	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsAllGroups(), isOurVersion)
 }
 
 func (s stockAPIs) PrioritizedVersionsForGroup(group string) []schema.GroupVersion {
-	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsForGroup(group), isOurAPI)
+	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsForGroup(group), isOurVersion)
 }
 
-// namesOurAPIs reports whether a --runtime-config names an API of ours (group/version, or
-// group/version/resource), as earlier releases had it: a stock kube-apiserver refuses to
-// start with it.
-func namesOurAPIs(runtimeConfig cliflag.ConfigurationMap) bool {
+// runtimeConfigNamesOurVersions returns the versions of ours alone that a --runtime-config
+// names (group/version, or group/version/resource), as earlier releases had it: a stock
+// kube-apiserver refuses to start with them.
+func runtimeConfigNamesOurVersions(runtimeConfig cliflag.ConfigurationMap) []schema.GroupVersion {
+	var named []schema.GroupVersion
 	for key := range runtimeConfig {
-		if parts := strings.SplitN(key, "/", 3); len(parts) >= 2 && isOurAPI(schema.GroupVersion{Group: parts[0], Version: parts[1]}) {
-			return true
+		parts := strings.SplitN(key, "/", 3)
+		if len(parts) < 2 {
+			continue
+		}
+		if gv := (schema.GroupVersion{Group: parts[0], Version: parts[1]}); isOurVersion(gv) && !slices.Contains(named, gv) {
+			named = append(named, gv)
 		}
 	}
-	return false
+	slices.SortFunc(named, func(a, b schema.GroupVersion) int { return strings.Compare(a.String(), b.String()) })
+	return named
 }
 
 // checkRepeatedFlags reports each single-valued flag given more than once with different

@@ -18,8 +18,8 @@ import (
 
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
 // from the same exported steps (NewConfig, Complete, CreateServerChain, PrepareRun, Run) so
-// that the distribution can add to the server between them: policy/v1beta1
-// PodSecurityPolicy when it is to be served (podsecuritypolicy.go), and the readiness checks
+// that the distribution can add to the server between them: the APIs of ours in upstream
+// groups that are to be served (nativeapis.go), and the readiness checks
 // of the plugins of ours that are enabled. With nothing of ours enabled, it builds exactly
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
@@ -47,11 +47,11 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	}
 	restore := func() {}
 	resources := config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource
-	if namesPodSecurityPolicy(resources) {
-		klog.Warning(runtimeConfigDeprecation)
+	for _, gv := range runtimeConfigNamesOurs(resources) {
+		klog.Warning(runtimeConfigDeprecation(gv))
 	}
-	if servesPodSecurityPolicy(opts.Admission, portcullis, resources) {
-		if restore, err = servePodSecurityPolicy(config); err != nil {
+	if apis := servedNativeAPIs(opts.Admission, portcullis, resources); len(apis) > 0 {
+		if restore, err = serveNativeAPIs(config, apis); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
@@ -44,9 +45,10 @@ const EntryName = "Portcullis"
 const legacyEnforcementEntryName = "EnforcementModes"
 
 // ServableAPIs are the APIs of this distribution that servedAPIs may name: the group
-// versions of ours the server can serve (pkg/registry).
+// versions of ours the server can serve in upstream groups (pkg/registry; the command's
+// nativeAPIs serve them).
 func ServableAPIs() []schema.GroupVersion {
-	return []schema.GroupVersion{policyv1beta1.SchemeGroupVersion}
+	return []schema.GroupVersion{policyv1beta1.SchemeGroupVersion, admissionregistrationv1alpha1.SchemeGroupVersion}
 }
 
 var (

@@ -2,14 +2,18 @@ package openapi
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	upstreamopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
+	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
+	admissionregistrationinstall "github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/install"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
 )
 
@@ -28,14 +32,17 @@ func TestMergesWithUpstream(t *testing.T) {
 		up, shared := upstream[name]
 		if !shared {
 			own++
+			if !strings.HasPrefix(name, "io.k8s.api.policy.v1beta1.") && !strings.HasPrefix(name, "io.k8s.api.admissionregistration.v1alpha1.") {
+				t.Errorf("definition %s is neither a PodSecurityPolicy type nor an InitializerConfiguration type", name)
+			}
 			continue
 		}
 		if !reflect.DeepEqual(def.Schema, up.Schema) || !reflect.DeepEqual(def.Dependencies, up.Dependencies) {
 			t.Errorf("definition %s differs from upstream's", name)
 		}
 	}
-	if own != 14 {
-		t.Errorf("%d definitions of ours that upstream does not have, want the 14 PodSecurityPolicy types", own)
+	if own != 14+4 {
+		t.Errorf("%d definitions of ours that upstream does not have, want the 14 PodSecurityPolicy types and the 4 InitializerConfiguration types", own)
 	}
 	for name, def := range ours {
 		for _, dep := range def.Dependencies {
@@ -52,14 +59,19 @@ func TestMergesWithUpstream(t *testing.T) {
 func TestNamesMatchTheScheme(t *testing.T) {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
+	admissionregistrationinstall.Install(scheme)
 	defs := GetOpenAPIDefinitions(ref)
-	for _, kind := range []string{"PodSecurityPolicy", "PodSecurityPolicyList"} {
-		gvk := policyv1beta1.SchemeGroupVersion.WithKind(kind)
+	for _, gvk := range []schema.GroupVersionKind{
+		policyv1beta1.SchemeGroupVersion.WithKind("PodSecurityPolicy"),
+		policyv1beta1.SchemeGroupVersion.WithKind("PodSecurityPolicyList"),
+		admissionregistrationv1alpha1.SchemeGroupVersion.WithKind("InitializerConfiguration"),
+		admissionregistrationv1alpha1.SchemeGroupVersion.WithKind("InitializerConfigurationList"),
+	} {
 		name, err := scheme.ToOpenAPIDefinitionName(gvk)
 		if err != nil {
 			t.Fatalf("ToOpenAPIDefinitionName(%v): %v", gvk, err)
 		}
-		if want := "io.k8s.api.policy.v1beta1." + kind; name != want {
+		if want := "io.k8s.api." + strings.TrimSuffix(gvk.Group, ".k8s.io") + "." + gvk.Version + "." + gvk.Kind; name != want {
 			t.Errorf("ToOpenAPIDefinitionName(%v) = %q, want %q", gvk, name, want)
 		}
 		if _, ok := defs[name]; !ok {

@@ -57,6 +57,10 @@ func TestAdmission(t *testing.T) {
 		if _, err := ours.Client.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); !apierrors.IsNotFound(err) {
 			t.Errorf("policy/v1beta1 without the plugin: want 404, got %v", err)
 		}
+		err := ours.Client.Discovery().RESTClient().Get().AbsPath("/apis/admissionregistration.k8s.io/v1alpha1/initializerconfigurations").Do(context.Background()).Error()
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("initializerconfigurations without the plugin: want 404, got %v", err)
+		}
 	})
 
 	t.Run("enabling SecurityContextDeny puts it after NamespaceExists", func(t *testing.T) {

@@ -1,17 +1,13 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -403,65 +399,6 @@ func TestPodSecurityPolicy(t *testing.T) {
 			t.Errorf("capability ALL is not dropped: %+v", sc.Capabilities)
 		}
 	})
-}
-
-// TestPodSecurityPolicyServedAPIs: the API alone, without the plugin (the Portcullis entry's
-// servedAPIs), so that policies and grants can be written before enforcement is turned on.
-func TestPodSecurityPolicyServedAPIs(t *testing.T) {
-	bins := framework.FindBinaries(t)
-	etcd := framework.StartEtcd(t, bins.Etcd)
-	// Encryption at rest names the resource as for any other.
-	encryption := filepath.Join(t.TempDir(), "encryption.yaml")
-	if err := os.WriteFile(encryption, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-- resources: [podsecuritypolicies.policy]
-  providers:
-  - aescbc:
-      keys:
-      - name: key1
-        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
-  - identity: {}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	admissionConfig := portcullisConfig(t, "servedAPIs: [policy/v1beta1]")
-	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/psp-api",
-		"--admission-control-config-file="+admissionConfig, "--encryption-provider-config="+encryption)
-	ctx := context.Background()
-	dyn := dynamic.NewForConfigOrDie(server.Config)
-	if _, err := dyn.Resource(pspResource).Create(ctx, fromYAML(t, examplePolicyFile(t, "restricted")), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("servedAPIs does not serve the API: %v", err)
-	}
-	t.Run("stored encrypted, as JSON inside", func(t *testing.T) {
-		client, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.ClientURL}, DialTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer client.Close()
-		got, err := client.Get(ctx, "/psp-api/podsecuritypolicies/restricted")
-		if err != nil || len(got.Kvs) != 1 {
-			t.Fatalf("reading etcd: %v, %d keys", err, len(got.Kvs))
-		}
-		if value := got.Kvs[0].Value; !bytes.HasPrefix(value, []byte("k8s:enc:aescbc:v1:key1:")) {
-			t.Errorf("the policy is stored unencrypted: %.60q", value)
-		}
-		if fetched, err := dyn.Resource(pspResource).Get(ctx, "restricted", metav1.GetOptions{}); err != nil || fetched.GetName() != "restricted" {
-			t.Errorf("reading it back through the server: %v", err)
-		}
-	})
-	ns := namespace(t, server.Client)
-	// Root: the restricted policy refuses it (MustRunAsNonRoot); nothing else does.
-	pod := podWith(func(p *corev1.Pod) {
-		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(0))}
-	})
-	created, err := server.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("without the plugin nothing is enforced, but a root pod was refused: %v", err)
-	}
-	if _, ok := created.Annotations["kubernetes.io/psp"]; ok {
-		t.Errorf("a pod was judged by a policy without the plugin: %v", created.Annotations)
-	}
 }
 
 // examplePolicyFile returns one of the distribution's example policies.

@@ -1,0 +1,421 @@
+package initializers
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/kubernetes/pkg/apis/apps"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
+)
+
+var (
+	podsResource        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	deploymentsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	secretsResource     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+	initializerUser = &user.DefaultInfo{Name: "initializer"}
+	ordinaryUser    = &user.DefaultInfo{Name: "developer"}
+)
+
+func configuration(name string, initializers ...admissionregistrationv1alpha1.Initializer) *admissionregistrationv1alpha1.InitializerConfiguration {
+	return &admissionregistrationv1alpha1.InitializerConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Initializers: initializers}
+}
+
+func initializer(name string, rules ...admissionregistrationv1alpha1.Rule) admissionregistrationv1alpha1.Initializer {
+	return admissionregistrationv1alpha1.Initializer{Name: name, Rules: rules}
+}
+
+func rule(group, version, resource string) admissionregistrationv1alpha1.Rule {
+	return admissionregistrationv1alpha1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}}
+}
+
+// The configurations of the tests: "b-config" is named after "a-config", so its
+// initializer comes second for pods; deployments have their own.
+func configurations() []*admissionregistrationv1alpha1.InitializerConfiguration {
+	return []*admissionregistrationv1alpha1.InitializerConfiguration{
+		configuration("b-config", initializer("sidecar.example.com", rule("", "v1", "pods"))),
+		configuration("a-config",
+			initializer("podimage.example.com", rule("", "v1", "pods")),
+			initializer("policy.example.com", rule("apps", "*", "deployments"), rule("", "v1", "pods"))),
+	}
+}
+
+// newPlugin returns a ready plugin with configs, whose authorizer lets initializerUser
+// initialize anything, and the dynamic client it deletes with.
+func newPlugin(t testing.TB, configs ...*admissionregistrationv1alpha1.InitializerConfiguration) (*Plugin, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	p := New()
+	p.SetAuthorizer(authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetVerb() == InitializeVerb && a.GetUser().GetName() == initializerUser.Name {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "no rule allows it", nil
+	}))
+	p.SetDynamicClient(client)
+	p.setConfigurations(configs)
+	p.ready = func() bool { return true }
+	return p, client
+}
+
+func pod(mutate func(*api.Pod)) *api.Pod {
+	p := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: "nginx"}}},
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+func pendingPod(pending string, gates ...string) *api.Pod {
+	return pod(func(p *api.Pod) {
+		p.Annotations = map[string]string{PendingAnnotation: pending}
+		p.Labels = map[string]string{UninitializedLabel: "true"}
+		for _, g := range gates {
+			p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, api.PodSchedulingGate{Name: g})
+		}
+	})
+}
+
+func gates(p *api.Pod) []string {
+	var out []string
+	for _, g := range p.Spec.SchedulingGates {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+func createAttributes(obj runtime.Object, resource schema.GroupVersionResource, kind string, u user.Info) admission.Attributes {
+	m, _ := obj.(metav1.Object)
+	return admission.NewAttributesRecord(obj, nil, resource.GroupVersion().WithKind(kind), m.GetNamespace(), m.GetName(), resource, "", admission.Create, &metav1.CreateOptions{}, false, u)
+}
+
+func updateAttributes(obj, old runtime.Object, u user.Info, dryRun bool) admission.Attributes {
+	m, _ := obj.(metav1.Object)
+	return admission.NewAttributesRecord(obj, old, podsResource.GroupVersion().WithKind("Pod"), m.GetNamespace(), m.GetName(), podsResource, "", admission.Update, &metav1.UpdateOptions{}, dryRun, u)
+}
+
+// checkAdmitted fails unless err is as wanted: nil, or an error wantErr accepts that
+// contains wantText. It reports whether the request was admitted.
+func checkAdmitted(t *testing.T, err error, wantErr func(error) bool, wantText string) bool {
+	t.Helper()
+	if wantErr == nil {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if !wantErr(err) || !strings.Contains(err.Error(), wantText) {
+		t.Fatalf("got %v, want an error containing %q", err, wantText)
+	}
+	return false
+}
+
+// checkPending fails unless obj's pending annotation is want and the label is there exactly
+// with it.
+func checkPending(t *testing.T, obj metav1.Object, want string) {
+	t.Helper()
+	pending, annotated := obj.GetAnnotations()[PendingAnnotation]
+	label, labelled := obj.GetLabels()[UninitializedLabel]
+	switch {
+	case want == "" && (annotated || labelled):
+		t.Errorf("annotation %q, label %q: want neither", pending, label)
+	case want != "" && (pending != want || label != "true"):
+		t.Errorf("annotation %q, label %q: want %q and true", pending, label, want)
+	}
+}
+
+func TestAdmitCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		obj      runtime.Object
+		resource schema.GroupVersionResource
+		kind     string
+		user     user.Info
+		// wantPending is the annotation written ("" for none); wantGates the pod's gates.
+		wantPending string
+		wantGates   []string
+		wantErr     func(error) bool
+		wantErrText string
+	}{
+		{
+			name: "a pod: the configurations' initializers by configuration name, in order; a gate each",
+			obj:  pod(nil), resource: podsResource, kind: "Pod", user: ordinaryUser,
+			wantPending: "podimage.example.com,policy.example.com,sidecar.example.com",
+			wantGates:   []string{"podimage.example.com", "policy.example.com", "sidecar.example.com"},
+		},
+		{
+			name: "a pod bound at creation is recorded, not gated (gates are forbidden there)",
+			obj:  pod(func(p *api.Pod) { p.Spec.NodeName = "node-a" }), resource: podsResource, kind: "Pod", user: ordinaryUser,
+			wantPending: "podimage.example.com,policy.example.com,sidecar.example.com",
+		},
+		{
+			name: "a mirror pod is exempt",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{api.MirrorPodAnnotationKey: "x"} }), resource: podsResource, kind: "Pod", user: ordinaryUser,
+		},
+		{
+			name: "a gate the pod already has is not repeated",
+			obj:  pod(func(p *api.Pod) { p.Spec.SchedulingGates = []api.PodSchedulingGate{{Name: "sidecar.example.com"}} }), resource: podsResource, kind: "Pod", user: ordinaryUser,
+			wantPending: "podimage.example.com,policy.example.com,sidecar.example.com",
+			wantGates:   []string{"sidecar.example.com", "podimage.example.com", "policy.example.com"},
+		},
+		{
+			name: "a deployment: annotated and labelled, by the rule with a version wildcard",
+			obj:  &apps.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}}, resource: deploymentsResource, kind: "Deployment", user: ordinaryUser,
+			wantPending: "policy.example.com",
+		},
+		{
+			name: "a resource no rule matches is left alone",
+			obj:  &api.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}}, resource: secretsResource, kind: "Secret", user: ordinaryUser,
+		},
+		{
+			name: "the creator names the initializers: allowed with initialize",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: "own.example.com"} }), resource: podsResource, kind: "Pod", user: initializerUser,
+			wantPending: "own.example.com", wantGates: []string{"own.example.com"},
+		},
+		{
+			name: "the creator names the initializers: refused without initialize",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: "own.example.com"} }), resource: podsResource, kind: "Pod", user: ordinaryUser,
+			wantErr: apierrors.IsForbidden, wantErrText: "create with initializers denied",
+		},
+		{
+			name: "an empty list bypasses initialization: allowed with initialize",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: ""} }), resource: podsResource, kind: "Pod", user: initializerUser,
+		},
+		{
+			name: "an empty list bypasses initialization: refused without initialize",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: ""} }), resource: podsResource, kind: "Pod", user: ordinaryUser,
+			wantErr: apierrors.IsForbidden, wantErrText: "create with initializers denied",
+		},
+		{
+			name: "a name that is not fully qualified is refused, naming the annotation",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: "a.example.com,example.com"} }), resource: podsResource, kind: "Pod", user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "metadata.annotations[initializer.admission.portcullis.io/pending][1]",
+		},
+		{
+			name: "a name twice is refused",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: "a.example.com,a.example.com"} }), resource: podsResource, kind: "Pod", user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "Duplicate value",
+		},
+		{
+			name: "a result on create is refused",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{ResultAnnotation: "failed"} }), resource: podsResource, kind: "Pod", user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: ResultAnnotation,
+		},
+		{
+			name: "the uninitialized label without a pending list is the plugin's to set: removed",
+			obj:  &api.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", Labels: map[string]string{UninitializedLabel: "true"}}}, resource: secretsResource, kind: "Secret", user: ordinaryUser,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newPlugin(t, configurations()...)
+			err := p.Admit(context.Background(), createAttributes(tc.obj, tc.resource, tc.kind, tc.user), nil)
+			if !checkAdmitted(t, err, tc.wantErr, tc.wantErrText) {
+				return
+			}
+			checkPending(t, tc.obj.(metav1.Object), tc.wantPending)
+			if p, ok := tc.obj.(*api.Pod); ok {
+				if diff := cmp.Diff(tc.wantGates, gates(p)); diff != "" {
+					t.Errorf("gates (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestAdmitCreateWaitsForTheConfigurations(t *testing.T) {
+	p, _ := newPlugin(t)
+	p.ready = func() bool { return false }
+	p.readyTimeout = 10 * time.Millisecond
+	err := p.Admit(context.Background(), createAttributes(pod(nil), podsResource, "Pod", ordinaryUser), nil)
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Code != http.StatusInternalServerError || status.Status().Reason != "LoadingConfiguration" ||
+		status.Status().Details == nil || status.Status().Details.RetryAfterSeconds != 1 {
+		t.Fatalf("got %v, want 500 LoadingConfiguration the client retries after a second", err)
+	}
+}
+
+func TestAdmitUpdate(t *testing.T) {
+	const all = "a.example.com,b.example.com,c.example.com"
+	allGates := []string{"a.example.com", "b.example.com", "c.example.com"}
+	for _, tc := range []struct {
+		name        string
+		old, new    *api.Pod
+		user        user.Info
+		wantPending string
+		wantGates   []string
+		wantErr     func(error) bool
+		wantErrText string
+	}{
+		{
+			name: "the head removes itself: its gate goes",
+			old:  pendingPod(all, allGates...), new: pendingPod("b.example.com,c.example.com", allGates...), user: initializerUser,
+			wantPending: "b.example.com,c.example.com", wantGates: []string{"b.example.com", "c.example.com"},
+		},
+		{
+			name: "any entry may be removed, not only the head",
+			old:  pendingPod(all, allGates...), new: pendingPod("a.example.com,c.example.com", allGates...), user: initializerUser,
+			wantPending: "a.example.com,c.example.com", wantGates: []string{"a.example.com", "c.example.com"},
+		},
+		{
+			name: "the last one removes itself: the annotation, the label and the gates go",
+			old:  pendingPod("c.example.com", "c.example.com"), new: pendingPod("", "c.example.com"), user: initializerUser,
+		},
+		{
+			name: "removing the annotation removes every entry",
+			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { p.Spec.SchedulingGates = pendingPod(all, allGates...).Spec.SchedulingGates }), user: initializerUser,
+		},
+		{
+			name: "without initialize, the list unchanged: allowed, the label kept",
+			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { *p = *pendingPod(all, allGates...); p.Labels = nil }), user: ordinaryUser,
+			wantPending: all, wantGates: allGates,
+		},
+		{
+			name: "without initialize, a removal is refused",
+			old:  pendingPod(all, allGates...), new: pendingPod("b.example.com,c.example.com", allGates...), user: ordinaryUser,
+			wantErr: apierrors.IsForbidden, wantErrText: "update to the initialization of a resource denied",
+		},
+		{
+			name: "adding an initializer is refused",
+			old:  pendingPod("a.example.com", "a.example.com"), new: pendingPod("a.example.com,z.example.com", "a.example.com"), user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "may only remove pending initializers",
+		},
+		{
+			name: "reordering is refused",
+			old:  pendingPod(all, allGates...), new: pendingPod("b.example.com,a.example.com,c.example.com", allGates...), user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "may only remove pending initializers",
+		},
+		{
+			name: "initializing an initialized object is refused",
+			old:  pod(nil), new: pendingPod("a.example.com"), user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "may only remove pending initializers",
+		},
+		{
+			name: "removing the gate of a pending initializer is refused",
+			old:  pendingPod(all, allGates...), new: pendingPod(all, "a.example.com", "c.example.com"), user: initializerUser,
+			wantErr: apierrors.IsForbidden, wantErrText: "the scheduling gate b.example.com holds the pod",
+		},
+		{
+			name: "an object never initialized updates as usual",
+			old:  pod(nil), new: pod(func(p *api.Pod) { p.Labels = map[string]string{"app": "web"} }), user: ordinaryUser,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newPlugin(t)
+			err := p.Admit(context.Background(), updateAttributes(tc.new, tc.old, tc.user, false), nil)
+			if !checkAdmitted(t, err, tc.wantErr, tc.wantErrText) {
+				return
+			}
+			checkPending(t, tc.new, tc.wantPending)
+			if diff := cmp.Diff(tc.wantGates, gates(tc.new)); diff != "" {
+				t.Errorf("gates (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAFailureResultDeletesTheObject(t *testing.T) {
+	for _, tc := range []struct {
+		name, result string
+		dryRun       bool
+		user         user.Info
+		wantCode     int32
+		wantMessage  string
+		wantDeleted  bool
+	}{
+		{name: "a Status", result: `{"message":"image not allowed","reason":"Forbidden","code":403}`, user: initializerUser, wantCode: http.StatusForbidden, wantMessage: "image not allowed", wantDeleted: true},
+		{name: "a message", result: "no sidecar for this image", user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no sidecar for this image", wantDeleted: true},
+		{name: "a dry run deletes nothing", result: "no", dryRun: true, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no"},
+		{name: "without initialize, refused", result: "no", user: ordinaryUser, wantCode: http.StatusForbidden, wantMessage: "update to the initialization of a resource denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, client := newPlugin(t)
+			drained := make(chan struct{})
+			defer close(drained)
+			p.SetDrainedNotification(drained)
+			failed := pendingPod("a.example.com", "a.example.com")
+			failed.Annotations[ResultAnnotation] = tc.result
+			request, done := context.WithCancel(context.Background())
+			err := p.Admit(request, updateAttributes(failed, pendingPod("a.example.com", "a.example.com"), tc.user, tc.dryRun), nil)
+			status, ok := err.(apierrors.APIStatus)
+			if !ok || status.Status().Code != tc.wantCode || !strings.Contains(status.Status().Message, tc.wantMessage) {
+				t.Fatalf("got %v, want code %d with %q", err, tc.wantCode, tc.wantMessage)
+			}
+			deletes := func() []clienttesting.DeleteAction {
+				var out []clienttesting.DeleteAction
+				for _, action := range client.Actions() {
+					if d, ok := action.(clienttesting.DeleteAction); ok {
+						out = append(out, d)
+					}
+				}
+				return out
+			}
+			// Nothing is deleted while the request runs.
+			if len(deletes()) != 0 {
+				t.Fatalf("deleted during the request: %v", deletes())
+			}
+			done()
+			if !tc.wantDeleted {
+				return
+			}
+			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return len(deletes()) > 0, nil
+			}); err != nil {
+				t.Fatal("the object is not deleted once the request is done")
+			}
+			got := deletes()
+			if len(got) != 1 || got[0].GetName() != "web" || got[0].GetNamespace() != "default" ||
+				got[0].GetResource() != podsResource || *got[0].GetDeleteOptions().Preconditions.UID != "uid-1" {
+				t.Fatalf("deletes %+v, want the pod web with its UID as precondition", got)
+			}
+		})
+	}
+}
+
+func TestMatching(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules []admissionregistrationv1alpha1.Rule
+		want  bool
+	}{
+		{name: "no rule matches nothing"},
+		{name: "one rule", rules: []admissionregistrationv1alpha1.Rule{rule("apps", "v1", "deployments")}, want: true},
+		{name: "any rule, not every rule (1.13's code required every one)", rules: []admissionregistrationv1alpha1.Rule{rule("", "v1", "pods"), rule("apps", "v1", "deployments")}, want: true},
+		{name: "wildcards", rules: []admissionregistrationv1alpha1.Rule{rule("*", "*", "*")}, want: true},
+		{name: "another group", rules: []admissionregistrationv1alpha1.Rule{rule("extensions", "*", "deployments")}},
+		{name: "another version", rules: []admissionregistrationv1alpha1.Rule{rule("apps", "v1beta1", "deployments")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := matchesAny(tc.rules, deploymentsResource); got != tc.want {
+				t.Errorf("matchesAny = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The same initializer in two configurations is pending once, where it comes first.
+	got := initializersFor(sortedByName([]*admissionregistrationv1alpha1.InitializerConfiguration{
+		configuration("z", initializer("x.example.com", rule("*", "*", "*"))),
+		configuration("a", initializer("y.example.com", rule("*", "*", "*")), initializer("x.example.com", rule("*", "*", "*"))),
+	}), podsResource)
+	if want := []string{"y.example.com", "x.example.com"}; !slices.Equal(got, want) {
+		t.Errorf("initializersFor = %v, want %v", got, want)
+	}
+}

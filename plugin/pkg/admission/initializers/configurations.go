@@ -1,0 +1,78 @@
+package initializers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
+)
+
+// newConfigurationInformer watches the InitializerConfigurations through the loopback
+// client, keeping them as typed objects.
+func newConfigurationInformer(client dynamic.Interface) cache.SharedIndexInformer {
+	informer := dynamicinformer.NewFilteredDynamicInformer(client, admissionregistrationv1alpha1.Resource, "", 0,
+		cache.Indexers{}, nil).Informer()
+	// Only fails once the informer has started, which it has not.
+	_ = informer.SetTransform(toTyped)
+	return informer
+}
+
+// toTyped converts a listed configuration to its type once, when it enters the cache.
+func toTyped(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		// Deletion tombstones and typed objects pass as they are.
+		return obj, nil
+	}
+	config := &admissionregistrationv1alpha1.InitializerConfiguration{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, config); err != nil {
+		return nil, fmt.Errorf("InitializerConfiguration %s: %w", u.GetName(), err)
+	}
+	return config, nil
+}
+
+// sortedByName returns the configurations in the order their initializers are pending: by
+// name.
+func sortedByName(configs []*admissionregistrationv1alpha1.InitializerConfiguration) []*admissionregistrationv1alpha1.InitializerConfiguration {
+	sorted := slices.Clone(configs)
+	slices.SortFunc(sorted, func(a, b *admissionregistrationv1alpha1.InitializerConfiguration) int {
+		return strings.Compare(a.Name, b.Name)
+	})
+	return sorted
+}
+
+// initializersFor returns the initializers whose rules match resource: configurations in
+// the order given (sortedByName), each configuration's initializers in order, each name once
+// (its first place). Nothing is allocated when none matches.
+func initializersFor(configs []*admissionregistrationv1alpha1.InitializerConfiguration, resource schema.GroupVersionResource) []string {
+	var names []string
+	for _, config := range configs {
+		for _, initializer := range config.Initializers {
+			if matchesAny(initializer.Rules, resource) && !slices.Contains(names, initializer.Name) {
+				names = append(names, initializer.Name)
+			}
+		}
+	}
+	return names
+}
+
+// matchesAny reports whether any rule matches resource, as the API documents ("The
+// initializer cares about an operation if it matches _any_ Rule"). 1.13's code required
+// every rule to match; the documented behaviour is the one kept.
+func matchesAny(rules []admissionregistrationv1alpha1.Rule, resource schema.GroupVersionResource) bool {
+	return slices.ContainsFunc(rules, func(rule admissionregistrationv1alpha1.Rule) bool {
+		return matches(rule.APIGroups, resource.Group) && matches(rule.APIVersions, resource.Version) && matches(rule.Resources, resource.Resource)
+	})
+}
+
+func matches(values []string, value string) bool {
+	return slices.Contains(values, "*") || slices.Contains(values, value)
+}

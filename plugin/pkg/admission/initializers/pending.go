@@ -1,0 +1,95 @@
+package initializers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Where an object's initialization is recorded, in place of 1.13's metadata.initializers.
+const (
+	// PendingAnnotation lists the initializers still to act, in order, joined by ",": the
+	// first is the one to act. Absent once the object is initialized.
+	PendingAnnotation = "initializer.admission.portcullis.io/pending"
+	// UninitializedLabel is "true" while PendingAnnotation is present, so that clients can
+	// list either way with a label selector (1.13's includeUninitialized).
+	UninitializedLabel = "initializer.admission.portcullis.io/uninitialized"
+	// ResultAnnotation is an initializer's failure result (1.13's initializers.result): a
+	// metav1.Status in JSON, or a message. Setting it makes the object deleted.
+	ResultAnnotation = "initializer.admission.portcullis.io/result"
+)
+
+var pendingPath = field.NewPath("metadata", "annotations").Key(PendingAnnotation)
+
+// parsePending reads a pending list as a client wrote it: fully qualified names, each once.
+// "" is the empty list.
+func parsePending(value string) ([]string, field.ErrorList) {
+	if value == "" {
+		return nil, nil
+	}
+	var names []string
+	var errs field.ErrorList
+	for i, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		errs = append(errs, validation.IsFullyQualifiedName(pendingPath.Index(i), name)...)
+		if slices.Contains(names, name) {
+			errs = append(errs, field.Duplicate(pendingPath.Index(i), name))
+		}
+		names = append(names, name)
+	}
+	return names, errs
+}
+
+// formatPending writes a pending list.
+func formatPending(names []string) string { return strings.Join(names, ",") }
+
+// isRemoval reports whether updated is current with some entries removed, the others in
+// their order: the only change an update may make to a pending list.
+func isRemoval(current, updated []string) bool {
+	i := 0
+	for _, name := range updated {
+		for i < len(current) && current[i] != name {
+			i++
+		}
+		if i == len(current) {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
+// removed returns the entries of current that updated no longer has.
+func removed(current, updated []string) []string {
+	var out []string
+	for _, name := range current {
+		if !slices.Contains(updated, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// failureStatus reads a failure result: a metav1.Status in JSON, else a message. The status
+// is a failure, with a code (500 when the initializer gave none).
+func failureStatus(result string) *apierrors.StatusError {
+	status := metav1.Status{}
+	if err := json.Unmarshal([]byte(result), &status); err != nil || (status.Message == "" && status.Reason == "") {
+		status = metav1.Status{Message: result}
+	}
+	status.Status = metav1.StatusFailure
+	if status.Code == 0 {
+		status.Code = http.StatusInternalServerError
+	}
+	if status.Message == "" {
+		status.Message = fmt.Sprintf("initialization failed: %s", status.Reason)
+	}
+	return &apierrors.StatusError{ErrStatus: status}
+}

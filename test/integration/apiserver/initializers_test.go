@@ -1,0 +1,323 @@
+package apiserver
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
+)
+
+// A second configuration, named after the documentation's example-config, so its pod
+// initializer comes second; and one for ConfigMaps, a resource without a spec.
+const sidecarInitializerConfiguration = `
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: InitializerConfiguration
+metadata:
+  name: sidecar-config
+initializers:
+  - name: sidecar.example.com
+    rules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        resources: [pods]
+  - name: configlabel.example.com
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["*"]
+        resources: [configmaps]
+`
+
+// TestInitializers runs the plugin with the Kubernetes 1.13 documentation's configuration
+// through the real server, etcd and kube-controller-manager: a Deployment's pods are created
+// gated and annotated in configuration order, and initializer controllers written with
+// client-go release them one at a time.
+func TestInitializers(t *testing.T) {
+	bins := framework.FindBinaries(t)
+	etcd := framework.StartEtcd(t, bins.Etcd)
+	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/initializers", "--enable-admission-plugins=Initializers")
+	framework.StartControllerManager(t, bins.ControllerManager, server)
+	ctx := context.Background()
+	admin := server.Client
+	dyn := dynamic.NewForConfigOrDie(server.Config)
+	configs := dyn.Resource(initializerConfigurationResource)
+	for _, doc := range []string{exampleInitializerConfiguration, sidecarInitializerConfiguration} {
+		obj := fromYAML(t, doc)
+		if _, err := configs.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "kubectl"}); err != nil {
+			t.Fatalf("applying %s: %v", obj.GetName(), err)
+		}
+	}
+	ns := namespace(t, admin)
+	both := "podimage.example.com,sidecar.example.com"
+	// The plugin reads the configurations from an informer: wait until a dry-run create
+	// shows both.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe, err := admin.CoreV1().Pods(ns).Create(ctx, podWith(nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && probe.Annotations[initializers.PendingAnnotation] == both, nil
+	})
+	if err != nil {
+		t.Fatalf("the configurations never applied to a pod: %v", err)
+	}
+
+	t.Run("a Deployment's pods are created gated and annotated, in configuration order; released by the last initializer only", func(t *testing.T) {
+		replicas := int32(2)
+		labels := map[string]string{"app": "initialized"}
+		_, err := admin.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podWith(nil).Spec},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		selector := metav1.ListOptions{LabelSelector: "app=initialized"}
+		pods := waitForPods(t, admin, ns, selector, func(pods []corev1.Pod) bool { return len(pods) == 2 })
+		for _, p := range pods {
+			if got := p.Annotations[initializers.PendingAnnotation]; got != both || p.Labels[initializers.UninitializedLabel] != "true" {
+				t.Errorf("pod %s: pending %q, label %q; want %q and true", p.Name, got, p.Labels[initializers.UninitializedLabel], both)
+			}
+			if got := gateNames(&p); !slices.Equal(got, []string{"podimage.example.com", "sidecar.example.com"}) {
+				t.Errorf("pod %s: gates %v", p.Name, got)
+			}
+		}
+
+		// The first initializer acts on the head of each pod's list: the pods stay gated by
+		// the second.
+		stop := runInitializer(t, admin, ns, "podimage.example.com")
+		waitForPods(t, admin, ns, selector, func(pods []corev1.Pod) bool {
+			return len(pods) == 2 && !slices.ContainsFunc(pods, func(p corev1.Pod) bool {
+				return p.Annotations[initializers.PendingAnnotation] != "sidecar.example.com"
+			})
+		})
+		stop()
+		list, err := admin.CoreV1().Pods(ns).List(ctx, selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Items {
+			if got := gateNames(&p); !slices.Equal(got, []string{"sidecar.example.com"}) || p.Labels[initializers.UninitializedLabel] != "true" {
+				t.Errorf("pod %s after the first initializer: gates %v, labels %v; want the second's gate, still uninitialized", p.Name, got, p.Labels)
+			}
+			if p.Spec.Containers[0].Image != "registry.k8s.io/pause:3.10-initialized" {
+				t.Errorf("pod %s: the first initializer's change is lost: image %s", p.Name, p.Spec.Containers[0].Image)
+			}
+		}
+
+		defer runInitializer(t, admin, ns, "sidecar.example.com")()
+		waitForPods(t, admin, ns, selector, func(pods []corev1.Pod) bool {
+			return len(pods) == 2 && !slices.ContainsFunc(pods, func(p corev1.Pod) bool {
+				_, pending := p.Annotations[initializers.PendingAnnotation]
+				_, labelled := p.Labels[initializers.UninitializedLabel]
+				return pending || labelled || len(p.Spec.SchedulingGates) > 0
+			})
+		})
+	})
+
+	developer := "system:serviceaccount:" + ns + ":developer"
+	bind(t, admin, ns, "pod-editor", rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"}, "developer", mayCreatePods(ns))
+	asDeveloper := impersonate(t, server, developer)
+
+	t.Run("without initialize: naming initializers, bypassing or removing them is refused; a plain create is initialized", func(t *testing.T) {
+		for name, value := range map[string]string{"own": "own.example.com", "bypass": ""} {
+			pod := podWith(func(p *corev1.Pod) {
+				p.Name = name
+				p.Annotations = map[string]string{initializers.PendingAnnotation: value}
+			})
+			if _, err := asDeveloper.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "create with initializers denied") {
+				t.Errorf("%s: want 403 create with initializers denied, got %v", name, err)
+			}
+		}
+		created, err := asDeveloper.CoreV1().Pods(ns).Create(ctx, podWith(func(p *corev1.Pod) { p.Name = "plain" }), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a plain create: %v", err)
+		}
+		if got := created.Annotations[initializers.PendingAnnotation]; got != both {
+			t.Fatalf("a plain create: pending %q, want %q", got, both)
+		}
+		created.Annotations[initializers.PendingAnnotation] = "sidecar.example.com"
+		if _, err := asDeveloper.CoreV1().Pods(ns).Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("removing an initializer without initialize: want 403, got %v", err)
+		}
+		// Nothing of the list changed: an ordinary update goes through.
+		fresh, err := admin.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh.Labels = map[string]string{"tier": "web"}
+		updated, err := asDeveloper.CoreV1().Pods(ns).Update(ctx, fresh, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("an update leaving the list: %v", err)
+		}
+		if updated.Labels[initializers.UninitializedLabel] != "true" {
+			t.Errorf("an update leaving the list: labels %v, want the plugin's label kept", updated.Labels)
+		}
+	})
+
+	t.Run("the bypass: an empty list, by a user with initialize", func(t *testing.T) {
+		pod := podWith(func(p *corev1.Pod) {
+			p.Name = "bypass"
+			p.Annotations = map[string]string{initializers.PendingAnnotation: ""}
+		})
+		created, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, pending := created.Annotations[initializers.PendingAnnotation]; pending || len(created.Spec.SchedulingGates) != 0 || created.Labels[initializers.UninitializedLabel] != "" {
+			t.Errorf("bypassed pod: annotations %v, labels %v, gates %v", created.Annotations, created.Labels, created.Spec.SchedulingGates)
+		}
+	})
+
+	t.Run("a label selector lists initialized objects only, or the pending ones", func(t *testing.T) {
+		initialized, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "!" + initializers.UninitializedLabel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: initializers.UninitializedLabel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := podNames(initialized.Items); !slices.Contains(names, "bypass") || slices.Contains(names, "plain") {
+			t.Errorf("initialized pods %v: want bypass, not plain", names)
+		}
+		if names := podNames(pending.Items); !slices.Equal(names, []string{"plain"}) {
+			t.Errorf("pending pods %v, want [plain]", names)
+		}
+	})
+
+	t.Run("a failure result deletes the object", func(t *testing.T) {
+		pod, err := admin.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Annotations[initializers.ResultAnnotation] = `{"message":"image not allowed by podimage.example.com","reason":"Forbidden","code":403}`
+		_, err = admin.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "image not allowed") {
+			t.Errorf("want the initializer's 403, got %v", err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := admin.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("the failed pod is not deleted: %v", err)
+		}
+	})
+
+	t.Run("an object without a spec is annotated and labelled", func(t *testing.T) {
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Annotations[initializers.PendingAnnotation] != "configlabel.example.com" || cm.Labels[initializers.UninitializedLabel] != "true" {
+			t.Fatalf("configmap: annotations %v, labels %v", cm.Annotations, cm.Labels)
+		}
+		delete(cm.Annotations, initializers.PendingAnnotation)
+		cm, err = admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, labelled := cm.Labels[initializers.UninitializedLabel]; labelled {
+			t.Errorf("initialized configmap keeps the label: %v", cm.Labels)
+		}
+	})
+}
+
+// runInitializer runs an initializer controller for name in ns, as an initializer would be
+// written with client-go: an informer on the uninitialized pods; for each whose list starts
+// with name, its work (here: a changed image) and its name removed, in one update. It
+// returns the function that stops it.
+func runInitializer(t *testing.T, client kubernetes.Interface, ns, name string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = initializers.UninitializedLabel }))
+	informer := factory.Core().V1().Pods().Informer()
+	initialize := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pending := strings.Split(current.Annotations[initializers.PendingAnnotation], ",")
+			if pending[0] != name {
+				return nil
+			}
+			if name == "podimage.example.com" {
+				current.Spec.Containers[0].Image += "-initialized"
+			}
+			current.Annotations[initializers.PendingAnnotation] = strings.Join(pending[1:], ",")
+			_, err = client.CoreV1().Pods(ns).Update(ctx, current, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			t.Errorf("initializer %s on pod %s: %v", name, pod.Name, err)
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    initialize,
+		UpdateFunc: func(_, obj any) { initialize(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	return func() {
+		cancel()
+		factory.Shutdown()
+	}
+}
+
+func waitForPods(t *testing.T, client kubernetes.Interface, ns string, opts metav1.ListOptions, done func([]corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return false, nil
+		}
+		pods = list.Items
+		return done(pods), nil
+	})
+	if err != nil {
+		t.Fatalf("pods %v never reached the state waited for: %v", podNames(pods), err)
+	}
+	return pods
+}
+
+func gateNames(p *corev1.Pod) []string {
+	var out []string
+	for _, g := range p.Spec.SchedulingGates {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
