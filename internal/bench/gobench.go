@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os/exec"
 	"reflect"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	ouradmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 )
 
 // The kinds of request a plugin benchmark case measures, from its name: a path element
@@ -41,7 +43,7 @@ type PluginBenchmark struct {
 // PluginsResult is table 4: the Go benchmarks of every plugin of ours.
 type PluginsResult struct {
 	Options PluginOptions
-	// Plugins are every plugin of ours, in the registry's order.
+	// Plugins are every plugin of ours, in the registry's order, then our decorators.
 	Plugins []string
 	// Command is the go test command line that ran.
 	Command    []string
@@ -92,13 +94,35 @@ func packageOfFunc(symbol string) (string, error) {
 	return strings.ReplaceAll(symbol[:slash+1+dot], "%2e", "."), nil
 }
 
+// Decorators are the admission decorators of ours that table 4 reports after the plugins,
+// by name, with the package of their benchmarks: each wraps every plugin of the chain, so
+// its cost is per plugin.
+func Decorators() (map[string][]string, []string, error) {
+	fn := runtime.FuncForPC(reflect.ValueOf(trace.New).Pointer())
+	if fn == nil {
+		return nil, nil, fmt.Errorf("cannot tell the admission trace's package")
+	}
+	pkg, err := packageOfFunc(fn.Name())
+	if err != nil {
+		return nil, nil, err
+	}
+	const name = "admission trace (per plugin)"
+	return map[string][]string{pkg: {name}}, []string{name}, nil
+}
+
 // runPluginBenchmarks runs the Go benchmarks of every package that registers a plugin of
-// ours, with -benchmem, and attributes each benchmark to its plugins.
+// ours, and of our decorators, with -benchmem, and attributes each benchmark to its plugins.
 func runPluginBenchmarks(ctx context.Context, env *environment, opts PluginOptions) (*PluginsResult, error) {
 	byPackage, names, err := registryPackages()
 	if err != nil {
 		return nil, err
 	}
+	decorators, decoratorNames, err := Decorators()
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(byPackage, decorators)
+	names = append(names, decoratorNames...)
 	packages := make([]string, 0, len(byPackage))
 	for pkg := range byPackage {
 		packages = append(packages, pkg)

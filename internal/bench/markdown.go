@@ -347,7 +347,9 @@ func single(v float64) Summary { return Summary{Median: v, Min: v, Max: v, N: 1}
 func writePlugins(b *bytes.Buffer, r *Results) error {
 	p := r.Plugins
 	fmt.Fprintf(b, "%s\n\n", HeadingPlugins)
-	fmt.Fprintf(b, "`%s`, over every package that registers a plugin of ours. A case is *ignored* when the plugin lets the "+
+	fmt.Fprintf(b, "`%s`, over every package that registers a plugin of ours, and the admission trace's (a decorator around "+
+		"every plugin: its rows are the cost per plugin of a request, ignored when the request does not ask for a trace). "+
+		"A case is *ignored* when the plugin lets the "+
 		"request through without looking at it (another resource, a subresource or operation it does not check, an opted-out "+
 		"pod) and *checked* when it examines the pod fully; other cases (such as scaling with the number of objects) have no "+
 		"goal. Goals: ignored ≤ 1 µs and 0 allocations; checked ≤ 5 µs, except where a case has its own.\n\n", strings.Join(p.Command, " "))
@@ -520,6 +522,12 @@ var caseGoals = map[string]caseGoal{
 	"initialresources.BenchmarkAdmit/other-miss-wait=1ms": {ns: 1500000},
 	// PersistentVolumeLabel: a volume located through 1,000 Nodes in the informer.
 	"persistentvolumelabel.BenchmarkAdmit/checked-labelled-nodes=1000": {ns: 20000},
+	// The admission trace, per plugin and request: off (a request that does not ask for it),
+	// beyond the plugin undecorated; a traced request through a plugin that changes the pod,
+	// beyond making the request.
+	"trace.BenchmarkTrace/ignored-not-dry-run":        {ns: 50, beyond: "BenchmarkTrace/undecorated"},
+	"trace.BenchmarkTrace/ignored-dry-run-not-asking": {ns: 50, beyond: "BenchmarkTrace/undecorated"},
+	"trace.BenchmarkTrace/checked-traced":             {ns: 50000, beyond: "BenchmarkTrace/request-alone"},
 	// WebhookConfigurationGuard: a write of a webhook configuration among 200, which checks
 	// the whole chain; such writes are rare (the benchmark's own goal).
 	"webhookconfigurationguard.BenchmarkValidate/checked-write-200-configurations": {ns: 10000000},

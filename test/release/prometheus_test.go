@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 )
@@ -39,7 +40,7 @@ func TestAlertingRules(t *testing.T) {
 	if err := yaml.Unmarshal(data, &rules); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{podpreset.ReadinessCheckName, podsecuritypolicy.ReadinessCheckName}
+	want := []string{podpreset.ReadinessCheckName, podsecuritypolicy.ReadinessCheckName, initializers.ReadinessCheckName}
 	slices.Sort(want)
 	found := false
 	for _, g := range rules.Groups {

@@ -14,6 +14,7 @@ import (
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 )
 
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
@@ -24,7 +25,7 @@ import (
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
-func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, enforcementModes *enforcement.Decorator) error {
+func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, enforcementModes *enforcement.Decorator, admissionTrace *trace.Decorator) error {
 	klog.Infof("Version: %+v", version.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
@@ -45,6 +46,8 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	if err := enforcementModes.Err(); err != nil {
 		return err
 	}
+	// Who may trace is the server's authorizer's to say; it exists only now.
+	admissionTrace.SetAuthorizer(config.KubeAPIs.ControlPlane.Generic.Authorization.Authorizer)
 	restore := func() {}
 	resources := config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource
 	for _, gv := range runtimeConfigNamesOurs(resources) {

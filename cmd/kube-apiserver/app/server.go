@@ -27,6 +27,7 @@ import (
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 )
 
 // The description stock kube-apiserver prints in --help; kept word for word so the
@@ -106,8 +107,14 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			// First among the decorators, so they see the plugins rather than upstream's
 			// wrappers; readiness before enforcement, whose wrappers hide the plugin's methods.
+			// The trace after them: a step's verdict is the one the chain sees.
 			readiness := &portcullisadmission.ReadinessChecks{}
-			s.Admission.GenericAdmission.Decorators = append(admission.Decorators{readiness, enforcementModes}, s.Admission.GenericAdmission.Decorators...)
+			decorators := admission.Decorators{readiness, enforcementModes}
+			admissionTrace := trace.New(portcullis.TraceOnRequest, portcullis.TraceAudit)
+			if admissionTrace != nil {
+				decorators = append(decorators, admissionTrace)
+			}
+			s.Admission.GenericAdmission.Decorators = append(decorators, s.Admission.GenericAdmission.Decorators...)
 
 			completed, err := s.Complete(ctx)
 			if err != nil {
@@ -119,7 +126,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return run(ctx, completed, portcullis, readiness, enforcementModes)
+			return run(ctx, completed, portcullis, readiness, enforcementModes, admissionTrace)
 		},
 		Args: noPositionalArgs,
 	}

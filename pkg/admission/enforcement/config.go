@@ -16,8 +16,8 @@ import (
 var refused = map[string]string{
 	"PodSecurity":                          "it has enforce, warn and audit modes of its own (PodSecurityConfiguration defaults and namespace labels)",
 	"ValidatingAdmissionPolicy":            "it has validationActions Deny, Warn and Audit of its own, per binding",
-	"ValidatingAdmissionWebhook":           "each webhook has a failurePolicy of its own and can return warnings itself, and a webhook's denial may be what protects the server",
-	"MutatingAdmissionWebhook":             "it is mutating, and each webhook has a failurePolicy of its own",
+	"ValidatingAdmissionWebhook":           "each webhook has a failurePolicy of its own and can return warnings itself, and a webhook's denial may be what protects the server; soften one webhook at a time with webhookDispatch.validating.enforcementModes",
+	"MutatingAdmissionWebhook":             "it is mutating, and each webhook has a failurePolicy of its own; make one webhook a shadow with webhookDispatch.mutating.enforcementModes",
 	"MutatingAdmissionPolicy":              "it is mutating, and each policy has a failurePolicy of its own",
 	"NamespaceLifecycle":                   "it keeps objects out of namespaces being deleted and protects the system namespaces; the server's own integrity depends on it",
 	"NamespaceExists":                      "it keeps objects out of namespaces that do not exist, which nothing would ever delete",
@@ -75,29 +75,68 @@ func Validate(plugins []admissionv1alpha1.PluginEnforcement, fldPath *field.Path
 			}
 		}
 		seen[p.Name]++
-		modes := at.Child("modes")
-		if len(p.Modes) == 0 {
-			errs = append(errs, field.Required(modes, "Deny, or Warn and/or Audit"))
-			continue
-		}
-		for j, m := range p.Modes {
-			switch m {
-			case admissionv1alpha1.EnforcementModeDeny, admissionv1alpha1.EnforcementModeWarn, admissionv1alpha1.EnforcementModeAudit:
-			default:
-				errs = append(errs, field.NotSupported(modes.Index(j), m, []admissionv1alpha1.EnforcementMode{
-					admissionv1alpha1.EnforcementModeDeny, admissionv1alpha1.EnforcementModeWarn, admissionv1alpha1.EnforcementModeAudit}))
-				continue
-			}
-			if slices.Index(p.Modes, m) != j {
-				errs = append(errs, field.Duplicate(modes.Index(j), m))
-			}
-		}
-		if slices.Contains(p.Modes, admissionv1alpha1.EnforcementModeDeny) && len(p.Modes) > 1 {
-			errs = append(errs, field.Invalid(modes, p.Modes, "Deny cannot be combined with Warn or Audit"))
-		}
+		errs = append(errs, ValidateModes(p.Modes, at.Child("modes"))...)
 	}
 	return errs
 }
+
+// ValidateModes checks one list of modes, at fldPath: Deny alone, or Warn and/or Audit.
+// Webhooks' modes (the webhook dispatch's enforcementModes) are checked by it too.
+func ValidateModes(modes []admissionv1alpha1.EnforcementMode, fldPath *field.Path) field.ErrorList {
+	if len(modes) == 0 {
+		return field.ErrorList{field.Required(fldPath, "Deny, or Warn and/or Audit")}
+	}
+	var errs field.ErrorList
+	for j, m := range modes {
+		switch m {
+		case admissionv1alpha1.EnforcementModeDeny, admissionv1alpha1.EnforcementModeWarn, admissionv1alpha1.EnforcementModeAudit:
+		default:
+			errs = append(errs, field.NotSupported(fldPath.Index(j), m, []admissionv1alpha1.EnforcementMode{
+				admissionv1alpha1.EnforcementModeDeny, admissionv1alpha1.EnforcementModeWarn, admissionv1alpha1.EnforcementModeAudit}))
+			continue
+		}
+		if slices.Index(modes, m) != j {
+			errs = append(errs, field.Duplicate(fldPath.Index(j), m))
+		}
+	}
+	if slices.Contains(modes, admissionv1alpha1.EnforcementModeDeny) && len(modes) > 1 {
+		errs = append(errs, field.Invalid(fldPath, modes, "Deny cannot be combined with Warn or Audit"))
+	}
+	return errs
+}
+
+// Soften is what a list of modes does to a denial: Warn and Audit say how it is recorded,
+// Label names the combination (Warn, Audit or Warn+Audit) in metrics and messages. The zero
+// value is Deny.
+type Soften struct {
+	Warn, Audit bool
+	Label       string
+}
+
+// SoftenFor returns what validated modes do to a denial.
+func SoftenFor(modes []admissionv1alpha1.EnforcementMode) Soften {
+	var s Soften
+	for _, mode := range modes {
+		switch mode {
+		case admissionv1alpha1.EnforcementModeWarn:
+			s.Warn = true
+		case admissionv1alpha1.EnforcementModeAudit:
+			s.Audit = true
+		}
+	}
+	switch {
+	case s.Warn && s.Audit:
+		s.Label = "Warn+Audit"
+	case s.Warn:
+		s.Label = "Warn"
+	case s.Audit:
+		s.Label = "Audit"
+	}
+	return s
+}
+
+// Softens says whether the modes soften anything (not Deny).
+func (s Soften) Softens() bool { return s.Warn || s.Audit }
 
 // annotationKey is the audit annotation a plugin's would-be denials are recorded under.
 // Upstream's AddAnnotation requires a qualified name with a DNS-subdomain prefix, and

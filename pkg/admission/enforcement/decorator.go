@@ -37,13 +37,6 @@ func registerMetrics() {
 	registerOnce.Do(func() { legacyregistry.MustRegister(wouldDeny) })
 }
 
-// modes is a plugin's non-Deny mode.
-type modes struct {
-	warn, audit bool
-	// label is the metric's mode label: Warn, Audit or Warn+Audit.
-	label string
-}
-
 // Decorator is an admission decorator that wraps each plugin configured Warn and/or Audit.
 // Put it before every decorator that wraps plugins (upstream's controller metrics), so it
 // wraps the plugin itself; a decorator that looks for optional interfaces of the plugin
@@ -54,7 +47,7 @@ type Decorator struct {
 	// configured is every plugin the file names, Deny included.
 	configured []string
 	// soften is the plugins configured Warn and/or Audit.
-	soften map[string]modes
+	soften map[string]Soften
 
 	mu  sync.Mutex
 	err []error
@@ -63,30 +56,13 @@ type Decorator struct {
 var _ admission.Decorator = &Decorator{}
 
 func newDecorator(source string, plugins []admissionv1alpha1.PluginEnforcement) *Decorator {
-	d := &Decorator{source: source, soften: map[string]modes{}}
+	d := &Decorator{source: source, soften: map[string]Soften{}}
 	for _, p := range plugins {
 		d.configured = append(d.configured, p.Name)
-		var m modes
-		for _, mode := range p.Modes {
-			switch mode {
-			case admissionv1alpha1.EnforcementModeWarn:
-				m.warn = true
-			case admissionv1alpha1.EnforcementModeAudit:
-				m.audit = true
-			}
+		// Deny: exactly the plugin's behaviour, so not wrapped at all.
+		if m := SoftenFor(p.Modes); m.Softens() {
+			d.soften[p.Name] = m
 		}
-		switch {
-		case m.warn && m.audit:
-			m.label = "Warn+Audit"
-		case m.warn:
-			m.label = "Warn"
-		case m.audit:
-			m.label = "Audit"
-		default:
-			// Deny: exactly the plugin's behaviour, so not wrapped at all.
-			continue
-		}
-		d.soften[p.Name] = m
 	}
 	return d
 }
@@ -167,7 +143,7 @@ type validating struct {
 	admission.Interface
 	validator  admission.ValidationInterface
 	name       string
-	modes      modes
+	modes      Soften
 	annotation string
 }
 
@@ -205,30 +181,42 @@ func (w *validating) Validate(ctx context.Context, a admission.Attributes, o adm
 // admitDenial returns nil for a denial (a 4xx status), after recording it; any other error
 // is returned unchanged, so a plugin that cannot judge still fails closed.
 func (w *validating) admitDenial(ctx context.Context, a admission.Attributes, err error) error {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
+	msg, ok := DenialMessage(err)
+	if !ok {
 		return err
 	}
-	if code := status.Status().Code; code < 400 || code >= 500 {
-		return err
+	if w.modes.Warn {
+		warning.AddWarning(ctx, "", fmt.Sprintf("%s would deny this request (enforcement mode %s): %s", w.name, w.modes.Label, OneLine(msg)))
 	}
-	msg := status.Status().Message
-	if msg == "" {
-		msg = err.Error()
-	}
-	if w.modes.warn {
-		// The Warning header refuses control characters (it would drop the warning); a
-		// multi-line message still reaches the client on one line.
-		warning.AddWarning(ctx, "", fmt.Sprintf("%s would deny this request (enforcement mode %s): %s", w.name, w.modes.label, strings.Map(noControl, msg)))
-	}
-	if w.modes.audit {
+	if w.modes.Audit {
 		if aerr := a.AddAnnotation(w.annotation, msg); aerr != nil {
 			klog.FromContext(ctx).Error(aerr, "Recording an admitted denial in the audit event failed", "plugin", w.name)
 		}
 	}
-	wouldDeny.WithLabelValues(w.name, w.modes.label).Inc()
+	wouldDeny.WithLabelValues(w.name, w.modes.Label).Inc()
 	return nil
 }
+
+// DenialMessage returns the message of an error a mode may soften — one carrying an API
+// status with a 4xx code: the plugin or webhook judged the request — and false for any other
+// (a 5xx, a plain error: it could not judge, and fails closed).
+func DenialMessage(err error) (string, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return "", false
+	}
+	if code := status.Status().Code; code < 400 || code >= 500 {
+		return "", false
+	}
+	if msg := status.Status().Message; msg != "" {
+		return msg, true
+	}
+	return err.Error(), true
+}
+
+// OneLine makes text fit a Warning header, which refuses control characters (it would drop
+// the warning): a multi-line message still reaches the client, on one line.
+func OneLine(text string) string { return strings.Map(noControl, text) }
 
 func noControl(r rune) rune {
 	if unicode.IsControl(r) {

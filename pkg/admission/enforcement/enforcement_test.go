@@ -148,7 +148,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := decoratorFor(t, "- name: "+tc.plugin+"\n  modes: "+tc.modes)
 			modes := d.soften["Fake"]
-			before := counter(t, "Fake", modes.label)
+			before := counter(t, "Fake", modes.Label)
 			plugin := &fakeValidator{Handler: admission.NewHandler(admission.Create), err: tc.err}
 			handler := d.Decorate(plugin, "Fake")
 			if _, ok := handler.(admission.MutationInterface); ok {
@@ -173,9 +173,9 @@ func TestValidate(t *testing.T) {
 			if diff := cmp.Diff(tc.wantAnnotations, a.annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
-			if modes.label != "" {
-				if got := counter(t, "Fake", modes.label) - before; got != tc.wantCount {
-					t.Errorf("%s counted %v, want %v", modes.label, got, tc.wantCount)
+			if modes.Label != "" {
+				if got := counter(t, "Fake", modes.Label) - before; got != tc.wantCount {
+					t.Errorf("%s counted %v, want %v", modes.Label, got, tc.wantCount)
 				}
 			}
 		})

@@ -83,6 +83,8 @@ type Configuration struct {
 	ServedAPIs []schema.GroupVersion
 	// Deprecations are the forms of earlier releases the file uses.
 	Deprecations []Deprecation
+	// TraceOnRequest and TraceAudit turn the admission trace on (admissionTrace).
+	TraceOnRequest, TraceAudit bool
 }
 
 // Deprecation is a form of an earlier release, still read for this release.
@@ -117,7 +119,15 @@ func (c *Configuration) LogValues() []any {
 		"validatingWebhookDispatch", c.ValidatingDispatch.String(),
 		"enforcementModes", modes,
 		"servedAPIs", served,
+		"admissionTrace", traceValue(c.TraceOnRequest, c.TraceAudit),
 	}
+}
+
+func traceValue(onRequest, audit bool) string {
+	if !onRequest && !audit {
+		return "off"
+	}
+	return fmt.Sprintf("onRequest=%t audit=%t", onRequest, audit)
 }
 
 // Dispatch returns the dispatch settings for a webhook plugin; nil keeps it upstream's.
@@ -252,6 +262,16 @@ func Load(file string) (*Configuration, error) {
 				"(apiserver.config.k8s.io/v1) with the same kubeConfigFile and staticManifestsDir",
 			at, entry.Name, EntryName, field)})
 	}
+	if c.TraceOnRequest || c.TraceAudit {
+		// Each webhook is a step of the trace only through our dispatch, which, with no other
+		// setting of ours, calls webhooks exactly as upstream's does.
+		for _, dispatch := range []**webhook.Configuration{&c.MutatingDispatch, &c.ValidatingDispatch} {
+			if *dispatch == nil {
+				*dispatch = &webhook.Configuration{}
+			}
+			(*dispatch).Traced = true
+		}
+	}
 	return c, nil
 }
 
@@ -266,6 +286,12 @@ func (c *Configuration) setFrom(config *admissionv1alpha1.PortcullisConfiguratio
 		errs = append(errs, dispatchErrs...)
 		c.ValidatingDispatch, dispatchErrs = webhook.NewDispatch(d.Validating, webhook.ValidatingPlugin, path.Child("validating"))
 		errs = append(errs, dispatchErrs...)
+	}
+	if t := config.AdmissionTrace; t != nil {
+		if !t.OnRequest && !t.Audit {
+			errs = append(errs, field.Invalid(fldPath.Child("admissionTrace"), "{}", "set onRequest and/or audit, or leave admissionTrace out"))
+		}
+		c.TraceOnRequest, c.TraceAudit = t.OnRequest, t.Audit
 	}
 	servable := ServableAPIs()
 	for i, name := range config.ServedAPIs {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
@@ -75,6 +76,27 @@ servedAPIs: [policy/v1beta1]
 			ValidatingDispatch: &webhook.Configuration{EarlyExit: true,
 				Budget: &webhook.BudgetSettings{DeadlineMargin: webhook.DefaultDeadlineMargin, MaxDuration: 10 * time.Second}},
 			ServedAPIs: []schema.GroupVersion{policy},
+		}},
+		{name: "webhook modes, probe and trace", file: withEntry(`webhookDispatch:
+  mutating:
+    enforcementModes:
+    - {configuration: inject, webhook: inject.example.com, modes: [Audit]}
+    - {configuration: inject, webhook: enforced.example.com, modes: [Deny]}
+    idempotencyProbe: {oneIn: 100}
+  validating:
+    enforcementModes:
+    - {configuration: policy, webhook: deny.example.com, modes: [Warn, Audit]}
+admissionTrace: {onRequest: true}
+`), want: Configuration{
+			MutatingDispatch: &webhook.Configuration{Traced: true,
+				Modes: map[webhook.HookKey]enforcement.Soften{{Configuration: "inject", Webhook: "inject.example.com"}: {Audit: true, Label: "Audit"}},
+				Probe: &webhook.ProbeSettings{OneIn: 100, MaxInFlight: int(webhook.DefaultProbeMaxInFlight)}},
+			ValidatingDispatch: &webhook.Configuration{Traced: true,
+				Modes: map[webhook.HookKey]enforcement.Soften{{Configuration: "policy", Webhook: "deny.example.com"}: {Warn: true, Audit: true, Label: "Warn+Audit"}}},
+			TraceOnRequest: true,
+		}},
+		{name: "trace alone puts both plugins on our dispatch", file: withEntry("admissionTrace: {audit: true}\n"), want: Configuration{
+			MutatingDispatch: &webhook.Configuration{Traced: true}, ValidatingDispatch: &webhook.Configuration{Traced: true}, TraceAudit: true,
 		}},
 		{name: "the example", file: withEntry(strings.SplitN(Example(), "\n", 3)[2]), want: Configuration{
 			MutatingDispatch:   exampleDispatch(false),
@@ -171,6 +193,19 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"configuration.webhookDispatch.validating.circuitBreaker.failureThreshold", "must be from 1 to 1000"}},
 		{name: "margin out of range", file: withEntry("webhookDispatch:\n  mutating:\n    timeBudget: {deadlineMargin: 1ms}"),
 			want: []string{"configuration.webhookDispatch.mutating.timeBudget.deadlineMargin", "must be from 100ms to 30s"}},
+		{name: "webhook mode without webhook", file: withEntry("webhookDispatch:\n  validating:\n    enforcementModes:\n    - {configuration: policy, modes: [Warn]}"),
+			want: []string{"configuration.webhookDispatch.validating.enforcementModes[0].webhook: Required value"}},
+		{name: "webhook mode, bad configuration name", file: withEntry("webhookDispatch:\n  validating:\n    enforcementModes:\n    - {configuration: Policy_1, webhook: a.example.com, modes: [Warn]}"),
+			want: []string{"configuration.webhookDispatch.validating.enforcementModes[0].configuration: Invalid value: \"Policy_1\""}},
+		{name: "webhook mode twice", file: withEntry("webhookDispatch:\n  mutating:\n    enforcementModes:\n    - {configuration: c, webhook: a.example.com, modes: [Warn]}\n    - {configuration: c, webhook: a.example.com, modes: [Audit]}"),
+			want: []string{"configuration.webhookDispatch.mutating.enforcementModes[1]: Duplicate value: \"c/a.example.com\""}},
+		{name: "webhook mode Deny with Audit", file: withEntry("webhookDispatch:\n  mutating:\n    enforcementModes:\n    - {configuration: c, webhook: a.example.com, modes: [Deny, Audit]}"),
+			want: []string{"configuration.webhookDispatch.mutating.enforcementModes[0].modes", "Deny cannot be combined"}},
+		{name: "validating probe", file: withEntry("webhookDispatch:\n  validating:\n    idempotencyProbe: {oneIn: 1}"),
+			want: []string{"configuration.webhookDispatch.validating.idempotencyProbe", "only mutating webhooks are probed"}},
+		{name: "probe rate out of range", file: withEntry("webhookDispatch:\n  mutating:\n    idempotencyProbe: {oneIn: 0, maxInFlight: 65}"),
+			want: []string{"configuration.webhookDispatch.mutating.idempotencyProbe.oneIn", "must be from 1 to 1000000", "idempotencyProbe.maxInFlight", "must be from 1 to 64"}},
+		{name: "trace with nothing on", file: withEntry("admissionTrace: {}"), want: []string{"configuration.admissionTrace", "set onRequest and/or audit"}},
 		{name: "API not ours", file: withEntry("servedAPIs: [policy/v1]"), want: []string{"configuration.servedAPIs[0]", `Unsupported value: "policy/v1"`, `"policy/v1beta1"`}},
 		{name: "API typo", file: withEntry("servedAPIs: [policy/v1beta2]"), want: []string{"configuration.servedAPIs[0]", `Unsupported value: "policy/v1beta2"`}},
 		{name: "API without version", file: withEntry("servedAPIs: [policy]"), want: []string{"configuration.servedAPIs[0]", "must be group/version"}},
@@ -226,7 +261,7 @@ func TestLoadFromPath(t *testing.T) {
 
 func TestLogValues(t *testing.T) {
 	none := &Configuration{}
-	if got := fmt.Sprint(none.LogValues()); got != "[admissionConfigFile none mutatingWebhookDispatch upstream's validatingWebhookDispatch upstream's enforcementModes [] servedAPIs []]" {
+	if got := fmt.Sprint(none.LogValues()); got != "[admissionConfigFile none mutatingWebhookDispatch upstream's validatingWebhookDispatch upstream's enforcementModes [] servedAPIs [] admissionTrace off]" {
 		t.Errorf("no settings: %s", got)
 	}
 	c := &Configuration{

@@ -296,6 +296,16 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			want: []string{"configuration.webhookDispatch.validating.circuitBreaker.failureThreshold"},
 		},
 		{
+			name: "a webhook enforcement mode naming no webhook, and a validating idempotency probe",
+			args: []string{"--admission-control-config-file=" + portcullisConfig(t, "webhookDispatch:\n  validating:\n    enforcementModes:\n    - {configuration: policy, modes: [Warn]}\n    idempotencyProbe: {oneIn: 10}")},
+			want: []string{"configuration.webhookDispatch.validating.enforcementModes[0].webhook: Required value", "configuration.webhookDispatch.validating.idempotencyProbe"},
+		},
+		{
+			name: "an admission trace with nothing on",
+			args: []string{"--admission-control-config-file=" + portcullisConfig(t, "admissionTrace: {}")},
+			want: []string{"configuration.admissionTrace", "set onRequest and/or audit"},
+		},
+		{
 			name: "a plugin configuration with a misspelt field",
 			args: []string{"--enable-admission-plugins=InitialResources",
 				"--admission-control-config-file=" + initialResourcesConfig(t, "http://127.0.0.1:9090", "    percentil: 90\n")},

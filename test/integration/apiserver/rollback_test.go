@@ -31,8 +31,10 @@ import (
 )
 
 // rollbackAdmissionConfig is an admission configuration a careful operator writes for
-// Portcullis: our webhook dispatch and PodSecurityPolicy's API served through the Portcullis
-// entry, upstream's webhook entries in upstream's kind.
+// Portcullis: our webhook dispatch (with a webhook in Warn, a shadow and the idempotency
+// probe), the admission trace and PodSecurityPolicy's API served through the Portcullis
+// entry, upstream's webhook entries in upstream's kind. Stock never reads the entry: its
+// webhooks all enforce again, and nothing is traced.
 const rollbackAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
@@ -47,8 +49,16 @@ plugins:
     kind: PortcullisConfiguration
     servedAPIs: [policy/v1beta1]
     webhookDispatch:
-      validating: {circuitBreaker: {}, timeBudget: {}, earlyExit: true}
-      mutating: {circuitBreaker: {}}
+      validating:
+        circuitBreaker: {}
+        timeBudget: {}
+        earlyExit: true
+        enforcementModes: [{configuration: policy, webhook: deny.example.com, modes: [Warn]}]
+      mutating:
+        circuitBreaker: {}
+        enforcementModes: [{configuration: inject, webhook: sidecar.example.com, modes: [Audit]}]
+        idempotencyProbe: {oneIn: 100}
+    admissionTrace: {onRequest: true, audit: true}
 `
 
 // earlierReleasesAdmissionConfig holds the forms earlier releases documented: the

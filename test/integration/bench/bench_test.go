@@ -149,12 +149,17 @@ func TestHarness(t *testing.T) {
 		}
 	})
 
-	t.Run("every plugin of ours has an ignored and a checked benchmark", func(t *testing.T) {
+	t.Run("every plugin and decorator of ours has an ignored and a checked benchmark", func(t *testing.T) {
 		p := results.Plugins
 		var registry []string
 		for _, plugin := range ouradmission.Plugins() {
 			registry = append(registry, plugin.Name)
 		}
+		_, decorators, err := bench.Decorators()
+		if err != nil {
+			t.Fatal(err)
+		}
+		registry = append(registry, decorators...)
 		if !slices.Equal(p.Plugins, registry) {
 			t.Errorf("plugins %q, want the registry's %q", p.Plugins, registry)
 		}

@@ -9,7 +9,9 @@ package webhook
 //     which stock fails with a timeout, and a call it cuts short does not open a breaker;
 //   - the first validating denial returns at once and cancels the calls still out;
 //   - along a chain of mutating webhooks, each webhook receives exactly the bytes stock's
-//     dispatch sends it.
+//     dispatch sends it;
+//   - per-webhook enforcement modes, the idempotency probe and the admission trace
+//     (rollout_test.go).
 
 import (
 	"bytes"
@@ -77,7 +79,8 @@ func TestPortcullisDispatch(t *testing.T) {
 	etcd := framework.StartEtcd(t, bins.Etcd)
 	e := newDispatchEnv(t)
 	tokens := filepath.Join(e.dir, "tokens.csv")
-	writeFile(t, tokens, chainToken+",chain-client,chain-client-uid,system:masters\n")
+	writeFile(t, tokens, chainToken+",chain-client,chain-client-uid,system:masters\n"+
+		viewerToken+",viewer,viewer-uid\n"+tracerToken+",tracer,tracer-uid\n")
 	plugins := "--enable-admission-plugins=" + strings.Join(recommendedPlugins, ",")
 
 	dir := filepath.Join(e.dir, "dispatch")
@@ -115,6 +118,12 @@ func TestPortcullisDispatch(t *testing.T) {
 	t.Run("metrics, audit annotations and warnings: stock's", func(t *testing.T) {
 		testRecordsMatchStock(t, e, map[string]*cluster{"our dispatch": dispatch, "ours, no settings": unconfigured, "stock": stock})
 	})
+
+	// Rolling a webhook out and reading admission (rollout_test.go).
+	rollout := startRolloutCluster(t, e, bins, etcd, tokens)
+	t.Run("rollout: per-webhook enforcement modes", func(t *testing.T) { testWebhookModes(t, e, rollout) })
+	t.Run("rollout: idempotency probe", func(t *testing.T) { testIdempotencyProbe(t, e, rollout, bins.APIServer) })
+	t.Run("admission trace", func(t *testing.T) { testAdmissionTrace(t, e, rollout) })
 }
 
 // newDispatchEnv is the part of env these cases use: the CA and the webhook server.

@@ -308,22 +308,22 @@ plugins:
 	return config
 }
 
-// writeAuditPolicy logs ConfigMap requests at Request, the level that carries every admission
-// webhook audit annotation (mutating webhooks' patches are recorded from Request on), and
-// nothing else.
-func writeAuditPolicy(t *testing.T, dir string) string {
+// writeAuditPolicy logs requests for ConfigMaps, and the other core resources named, at
+// Request, the level that carries every admission webhook audit annotation (mutating
+// webhooks' patches are recorded from Request on), and nothing else.
+func writeAuditPolicy(t *testing.T, dir string, resources ...string) string {
 	t.Helper()
 	path := filepath.Join(dir, "audit-policy.yaml")
-	writeFile(t, path, `apiVersion: audit.k8s.io/v1
+	writeFile(t, path, fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Request
   resources:
   - group: ""
-    resources: ["configmaps"]
+    resources: [%s]
 - level: None
-`)
+`, strings.Join(append([]string{"configmaps"}, resources...), ", ")))
 	return path
 }
 

@@ -1,6 +1,7 @@
 // Package webhook is what Portcullis's two webhook admission plugins share: their
 // configuration, the per-webhook circuit breakers, the per-request time budget, the call to
-// one webhook, the object's serialization reused across calls, and the metrics. The plugins
+// one webhook, the object's serialization reused across calls, the per-webhook enforcement
+// modes (modes.go), the idempotency probe (probe.go), and the metrics. The plugins
 // themselves, registered under upstream's names, are in mutating/ and validating/; matching
 // (which webhooks a request calls) is upstream's generic.Webhook.
 package webhook
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
 
 // Defaults and limits of WebhookDispatchConfiguration.
@@ -39,6 +43,10 @@ const (
 	maxDeadlineMargin   = 30 * time.Second
 	minMaxDuration      = time.Second
 	maxMaxDuration      = 10 * time.Minute
+
+	DefaultProbeMaxInFlight int32 = 2
+	maxProbeOneIn                 = 1000000
+	maxProbeMaxInFlight           = 64
 )
 
 var (
@@ -65,13 +73,40 @@ type Configuration struct {
 	// Legacy says the settings came from the plugin's own entry, in WebhookDispatchConfiguration:
 	// the form of earlier releases, which a stock server refuses.
 	Legacy bool
+	// Modes soften individual webhooks; a webhook not in it is enforced.
+	Modes map[HookKey]enforcement.Soften
+	// Probe, when not nil, turns the idempotency probe on (mutating only).
+	Probe *ProbeSettings
+	// Traced says the admission trace is on: each webhook call is a step of it.
+	Traced bool
+}
+
+// HookKey names a webhook: its configuration's name and its own.
+type HookKey struct {
+	Configuration, Webhook string
+}
+
+// ProbeSettings are the idempotency probe's settings, defaulted.
+type ProbeSettings struct {
+	// OneIn: one sampled call in OneIn is probed.
+	OneIn int
+	// MaxInFlight bounds the probes under way.
+	MaxInFlight int
+}
+
+// ModeOf returns the enforcement mode of a webhook (the zero Soften: enforced).
+func (c *Configuration) ModeOf(configuration, webhook string) enforcement.Soften {
+	if len(c.Modes) == 0 {
+		return enforcement.Soften{}
+	}
+	return c.Modes[HookKey{Configuration: configuration, Webhook: webhook}]
 }
 
 // Ours says whether the entry asks for anything of our dispatch. When it does not, the
 // plugin is upstream's own, built from Upstream: with no settings of ours the server is
 // stock's.
 func (c *Configuration) Ours() bool {
-	return c.Breaker != nil || c.Budget != nil || c.EarlyExit
+	return c.Breaker != nil || c.Budget != nil || c.EarlyExit || len(c.Modes) > 0 || c.Probe != nil || c.Traced
 }
 
 // String says which dispatch the settings give a webhook plugin, for the start-up log.
@@ -92,6 +127,20 @@ func (c *Configuration) String() string {
 	}
 	if c.EarlyExit {
 		parts = append(parts, "earlyExit")
+	}
+	if len(c.Modes) > 0 {
+		modes := make([]string, 0, len(c.Modes))
+		for k, m := range c.Modes {
+			modes = append(modes, fmt.Sprintf("%s/%s=%s", k.Configuration, k.Webhook, m.Label))
+		}
+		slices.Sort(modes)
+		parts = append(parts, "enforcementModes{"+strings.Join(modes, ", ")+"}")
+	}
+	if p := c.Probe; p != nil {
+		parts = append(parts, fmt.Sprintf("idempotencyProbe{oneIn: %d, maxInFlight: %d}", p.OneIn, p.MaxInFlight))
+	}
+	if c.Traced {
+		parts = append(parts, "admissionTrace")
 	}
 	return "Portcullis's: " + strings.Join(parts, ", ")
 }
@@ -192,10 +241,24 @@ func NewDispatch(settings *admissionv1alpha1.WebhookDispatchSettings, validating
 	if settings.EarlyExit && !validating {
 		errs = append(errs, field.Invalid(fldPath.Child("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
 	}
+	if settings.IdempotencyProbe != nil && validating {
+		errs = append(errs, field.Invalid(fldPath.Child("idempotencyProbe"), "set", "only mutating webhooks are probed: a validating webhook's answer changes nothing"))
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	out := &Configuration{EarlyExit: settings.EarlyExit}
+	for _, m := range settings.EnforcementModes {
+		if soften := enforcement.SoftenFor(m.Modes); soften.Softens() {
+			if out.Modes == nil {
+				out.Modes = map[HookKey]enforcement.Soften{}
+			}
+			out.Modes[HookKey{Configuration: m.Configuration, Webhook: m.Webhook}] = soften
+		}
+	}
+	if p := settings.IdempotencyProbe; p != nil {
+		out.Probe = &ProbeSettings{OneIn: int(p.OneIn), MaxInFlight: int(*p.MaxInFlight)}
+	}
 	if b := settings.CircuitBreaker; b != nil {
 		out.Breaker = &BreakerSettings{
 			FailureThreshold: int(*b.FailureThreshold),
@@ -221,6 +284,7 @@ func (c *Configuration) WithDispatch(dispatch *Configuration) *Configuration {
 	}
 	out := *c
 	out.Breaker, out.Budget, out.EarlyExit = dispatch.Breaker, dispatch.Budget, dispatch.EarlyExit
+	out.Modes, out.Probe, out.Traced = dispatch.Modes, dispatch.Probe, dispatch.Traced
 	return &out
 }
 
@@ -238,6 +302,10 @@ func SetDefaults(settings *admissionv1alpha1.WebhookDispatchSettings) {
 			b.MaxBackoff = &metav1.Duration{Duration: max(DefaultMaxBackoff, b.InitialBackoff.Duration)}
 		}
 	}
+	if p := settings.IdempotencyProbe; p != nil && p.MaxInFlight == nil {
+		v := DefaultProbeMaxInFlight
+		p.MaxInFlight = &v
+	}
 	if b := settings.TimeBudget; b != nil && b.DeadlineMargin == nil {
 		b.DeadlineMargin = &metav1.Duration{Duration: DefaultDeadlineMargin}
 	}
@@ -254,12 +322,48 @@ func Validate(settings *admissionv1alpha1.WebhookDispatchSettings, fldPath *fiel
 		errs = append(errs, durationWithin(path.Child("initialBackoff"), b.InitialBackoff.Duration, minInitialBackoff, maxInitialBackoff)...)
 		errs = append(errs, durationWithin(path.Child("maxBackoff"), b.MaxBackoff.Duration, b.InitialBackoff.Duration, maxMaxBackoff)...)
 	}
+	errs = append(errs, validateModes(settings.EnforcementModes, fldPath.Child("enforcementModes"))...)
+	if p := settings.IdempotencyProbe; p != nil {
+		path := fldPath.Child("idempotencyProbe")
+		if p.OneIn < 1 || p.OneIn > maxProbeOneIn {
+			errs = append(errs, field.Invalid(path.Child("oneIn"), p.OneIn, fmt.Sprintf("must be from 1 to %d", maxProbeOneIn)))
+		}
+		if v := *p.MaxInFlight; v < 1 || v > maxProbeMaxInFlight {
+			errs = append(errs, field.Invalid(path.Child("maxInFlight"), v, fmt.Sprintf("must be from 1 to %d", maxProbeMaxInFlight)))
+		}
+	}
 	if b := settings.TimeBudget; b != nil {
 		path := fldPath.Child("timeBudget")
 		errs = append(errs, durationWithin(path.Child("deadlineMargin"), b.DeadlineMargin.Duration, minDeadlineMargin, maxDeadlineMargin)...)
 		if b.MaxDuration != nil {
 			errs = append(errs, durationWithin(path.Child("maxDuration"), b.MaxDuration.Duration, minMaxDuration, maxMaxDuration)...)
 		}
+	}
+	return errs
+}
+
+// validateModes checks the webhooks' enforcement modes: each names a configuration and a
+// webhook (as the API requires them: DNS subdomains), once, with valid modes.
+func validateModes(modes []admissionv1alpha1.WebhookEnforcement, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[HookKey]bool{}
+	for i, m := range modes {
+		at := fldPath.Index(i)
+		for _, f := range []struct{ name, value string }{{"configuration", m.Configuration}, {"webhook", m.Webhook}} {
+			if f.value == "" {
+				errs = append(errs, field.Required(at.Child(f.name), ""))
+				continue
+			}
+			for _, msg := range validation.IsDNS1123Subdomain(f.value) {
+				errs = append(errs, field.Invalid(at.Child(f.name), f.value, msg))
+			}
+		}
+		key := HookKey{Configuration: m.Configuration, Webhook: m.Webhook}
+		if seen[key] {
+			errs = append(errs, field.Duplicate(at, m.Configuration+"/"+m.Webhook))
+		}
+		seen[key] = true
+		errs = append(errs, enforcement.ValidateModes(m.Modes, at.Child("modes"))...)
 	}
 	return errs
 }

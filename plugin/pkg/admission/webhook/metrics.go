@@ -24,6 +24,8 @@ type Metrics struct {
 	shortCircuits      *metrics.CounterVec
 	budgetSheds        *metrics.CounterVec
 	requestDuration    *metrics.HistogramVec
+	wouldDeny          *metrics.CounterVec
+	probes             *metrics.CounterVec
 
 	// resources are the resource labels given out, at most maxResourceLabels; mu guards
 	// adding to them.
@@ -40,6 +42,9 @@ const maxResourceLabels = 100
 const otherResource = "other"
 
 const namespace, subsystem = "portcullis", "admission_webhook"
+
+// ProbesMetric is the idempotency probe's metric, as exposed.
+const ProbesMetric = namespace + "_" + subsystem + "_idempotency_probes_total"
 
 // NewMetrics creates the dispatch's metrics, unregistered.
 func NewMetrics() *Metrics {
@@ -64,6 +69,16 @@ func NewMetrics() *Metrics {
 			Help:           "Webhook calls not made, or cut short, because the request's webhook time budget ran out, by failure policy (Ignore: failed open; Fail: rejected).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"name", "type", "failure_policy"}),
+		wouldDeny: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: subsystem, Name: "would_deny_total",
+			Help:           "Denials of webhooks in enforcement mode Warn, Audit or both (mode) that the request was admitted despite; for a mutating webhook (a shadow), also its patches not applied (outcome would_patch).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"name", "type", "mode", "outcome"}),
+		probes: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: subsystem, Name: "idempotency_probes_total", // ProbesMetric
+			Help:           "Idempotency probes of mutating webhooks, by result: idempotent (its own output came back unchanged), not_idempotent (it changed its own output again), failed (the probe call failed), skipped (every probe slot busy).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"name", "result"}),
 		requestDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "request_duration_seconds",
 			Help:           "Time one request spent in one webhook plugin's calls, end to end, by step type and resource (the first 100 resources seen; then other). Requests that call no webhook are not observed.",
@@ -84,7 +99,8 @@ var (
 func LegacyMetrics() *Metrics {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(sharedMetrics.breakerState, sharedMetrics.breakerTransitions,
-			sharedMetrics.shortCircuits, sharedMetrics.budgetSheds, sharedMetrics.requestDuration)
+			sharedMetrics.shortCircuits, sharedMetrics.budgetSheds, sharedMetrics.requestDuration,
+			sharedMetrics.wouldDeny, sharedMetrics.probes)
 	})
 	return sharedMetrics
 }
@@ -116,6 +132,35 @@ func (m *Metrics) shortCircuit(name, step, policy string) {
 func (m *Metrics) budgetShed(name, step, policy string) {
 	if m != nil {
 		m.budgetSheds.WithLabelValues(name, step, policy).Inc()
+	}
+}
+
+// Outcomes of a softened webhook call, for WouldDeny.
+const (
+	OutcomeWouldDeny  = "would_deny"
+	OutcomeWouldPatch = "would_patch"
+)
+
+// WouldDeny counts a webhook call whose denial (would_deny) or patch (would_patch) a mode
+// did not let through.
+func (m *Metrics) WouldDeny(name, step, mode, outcome string) {
+	if m != nil {
+		m.wouldDeny.WithLabelValues(name, step, mode, outcome).Inc()
+	}
+}
+
+// Results of an idempotency probe, for Probed.
+const (
+	ProbeIdempotent    = "idempotent"
+	ProbeNotIdempotent = "not_idempotent"
+	ProbeFailed        = "failed"
+	ProbeSkipped       = "skipped"
+)
+
+// Probed counts an idempotency probe of a webhook.
+func (m *Metrics) Probed(name, result string) {
+	if m != nil {
+		m.probes.WithLabelValues(name, result).Inc()
 	}
 }
 

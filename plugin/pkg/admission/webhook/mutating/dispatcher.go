@@ -28,6 +28,7 @@ import (
 	"k8s.io/component-base/tracing"
 	"k8s.io/klog/v2"
 
+	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
@@ -125,20 +126,55 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			return apierrors.NewInternalError(err)
 		}
 
-		annotator := newAnnotator(versionedAttr, round, i, hook.Name, invocation.Webhook.GetConfigurationName())
+		configuration := invocation.Webhook.GetConfigurationName()
+		annotator := newAnnotator(versionedAttr, round, i, hook.Name, configuration)
 		policy := webhook.Policy(hook.FailurePolicy)
 		ignore := policy == string(admissionregistrationv1.Ignore)
 		t := time.Now()
 		changed := false
 		permit, timeout, cut, skipped := d.settings.Guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
+		if mode := d.settings.ModeOf(configuration, hook.Name); mode.Softens() {
+			softened := webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode, Step: stepType,
+				AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i), Metrics: d.settings.Metrics}
+			verdict, paths := "", []string(nil)
+			if skipped != nil {
+				err = skipped
+			} else {
+				called = true
+				verdict, paths, err = d.shadow(ctx, hook, invocation, versionedAttr, encoded, timeout, cut, permit, softened)
+			}
+			// A shadow's failures never fail the request: counted as an Ignore webhook's.
+			webhook.ObserveCall(ctx, hook.Name, stepType, versionedAttr, t, err, true, skipped != nil)
+			if err != nil {
+				klog.Warningf("Shadow webhook %v (enforcement mode %s) failed, ignored: %v", hook.Name, mode.Label, err)
+				verdict = fmt.Sprintf("%s (%s: ignored)", webhook.Verdict(err, true, skipped != nil), mode.Label)
+			}
+			if r := trace.From(attr); r != nil {
+				r.Sub(ctx, attr, trace.Mutating, trace.Step{Name: webhook.HookStep(hook.Name, configuration), Verdict: verdict, Paths: paths, Duration: time.Since(t), Reinvoked: round == 1})
+			}
+			continue
+		}
+		var patch []byte
 		if skipped != nil {
 			err = skipped
 		} else {
 			called = true
-			changed, err = d.call(ctx, hook, invocation, versionedAttr, annotator, o, encoded, timeout, cut, permit)
+			changed, patch, err = d.call(ctx, hook, invocation, versionedAttr, annotator, o, encoded, timeout, cut, permit)
 			d.settings.Guard.CountCut(hook.Name, policy, err)
 		}
 		webhook.ObserveCall(ctx, hook.Name, stepType, versionedAttr, t, err, ignore, skipped != nil)
+		if r := trace.From(attr); r != nil {
+			s := trace.Step{Name: webhook.HookStep(hook.Name, configuration), Verdict: webhook.Verdict(err, ignore, skipped != nil), Duration: time.Since(t), Reinvoked: round == 1}
+			if changed {
+				s.Paths = trace.PatchPaths(patch)
+			}
+			r.Sub(ctx, attr, trace.Mutating, s)
+		}
+		if changed && d.settings.Prober != nil {
+			if output, err := encoded.JSON(versionedAttr.VersionedObject.Object()); err == nil {
+				d.settings.Prober.Offer(webhook.ProbeCall{ClientManager: d.cm, Invocation: invocation, Hook: hook, Attr: versionedAttr, Output: output})
+			}
+		}
 
 		if changed {
 			// The object changed: earlier reinvocable webhooks must see it.
@@ -198,17 +234,15 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 // call calls one webhook and applies its patch to attr. It reports whether the object
 // changed, and the call's outcome for the breaker.
 func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation, attr *admission.VersionedAttributes,
-	annotator *annotator, o admission.ObjectInterfaces, encoded *webhook.EncodedObjects, timeout time.Duration, cut *webhook.BudgetError, permit webhook.Permit) (changed bool, err error) {
+	annotator *annotator, o admission.ObjectInterfaces, encoded *webhook.EncodedObjects, timeout time.Duration, cut *webhook.BudgetError, permit webhook.Permit) (changed bool, patch []byte, err error) {
 	defer func() { annotator.addMutationAnnotation(changed) }()
 	// Deferred, so that even a panic leaves the breaker an outcome.
 	outcome := webhook.Abandoned
 	defer func() { permit.Done(outcome, err) }()
-	c := &webhook.Call{
-		ClientManager: d.cm, Invocation: invocation, Attr: attr, Encoded: encoded,
-		Name: h.Name, SideEffects: h.SideEffects, Timeout: timeout, Budget: cut, Mutating: true,
-	}
+	c := d.newCall(h, invocation, attr, encoded, timeout, cut)
 	outcome, err = c.Do(ctx, func(result *webhookrequest.AdmissionResponse, span *tracing.Span) (webhook.Outcome, error) {
 		var applyErr error
+		patch = result.Patch
 		changed, applyErr = d.apply(h, result, attr, o, encoded, annotator, span)
 		var callErr *webhookutil.ErrCallingWebhook
 		if errors.As(applyErr, &callErr) {
@@ -217,7 +251,66 @@ func (d *dispatcher) call(ctx context.Context, h *admissionregistrationv1.Mutati
 		}
 		return webhook.Succeeded, applyErr
 	})
-	return changed, err
+	return changed, patch, err
+}
+
+// newCall is one call to h, enforced or a shadow.
+func (d *dispatcher) newCall(h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation, attr *admission.VersionedAttributes,
+	encoded *webhook.EncodedObjects, timeout time.Duration, cut *webhook.BudgetError) *webhook.Call {
+	return &webhook.Call{
+		ClientManager: d.cm, Invocation: invocation, Attr: attr, Encoded: encoded,
+		Name: h.Name, SideEffects: h.SideEffects, Timeout: timeout, Budget: cut, Mutating: true,
+	}
+}
+
+// shadow calls a webhook in enforcement mode Warn and/or Audit: its patch is computed against
+// the object and recorded, never applied, and its denial is recorded, never returned. It
+// returns the trace's verdict, the paths the patch would change, and the call's failure.
+func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation, attr *admission.VersionedAttributes,
+	encoded *webhook.EncodedObjects, timeout time.Duration, cut *webhook.BudgetError, permit webhook.Permit, softened webhook.Softened) (verdict string, paths []string, err error) {
+	outcome := webhook.Abandoned
+	defer func() { permit.Done(outcome, err) }()
+	c := d.newCall(h, invocation, attr, encoded, timeout, cut)
+	outcome, err = c.Do(ctx, func(result *webhookrequest.AdmissionResponse, _ *tracing.Span) (webhook.Outcome, error) {
+		if !result.Allowed {
+			// A shadow never refuses, whatever the code.
+			msg := "denied without a message"
+			if result.Result != nil && result.Result.Message != "" {
+				msg = result.Result.Message
+			}
+			verdict = softened.Deny(ctx, attr.Attributes, webhook.WouldDenyMutatingPrefix, msg)
+			return webhook.Succeeded, nil
+		}
+		verdict = fmt.Sprintf("admitted, no change (%s)", softened.Mode.Label)
+		if len(result.Patch) == 0 {
+			return webhook.Succeeded, nil
+		}
+		patch, err := jsonpatch.DecodePatch(result.Patch)
+		if err != nil {
+			return webhook.Failed, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("received undecodable patch in webhook response: %w", err), Status: apierrors.NewServiceUnavailable("error decoding patch in webhook response")}
+		}
+		current := attr.VersionedObject.Object()
+		if len(patch) == 0 || current == nil {
+			return webhook.Succeeded, nil
+		}
+		if result.PatchType != admissionv1.PatchTypeJSONPatch {
+			return webhook.Failed, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("unsupported patch type %q", result.PatchType), Status: apierrors.NewServiceUnavailable("unsupported patch type")}
+		}
+		currentJSON, err := encoded.JSON(current)
+		if err != nil {
+			return webhook.Succeeded, apierrors.NewInternalError(err)
+		}
+		patchedJSON, err := patch.Apply(currentJSON)
+		if err != nil {
+			return webhook.Failed, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("patch does not apply: %w", err), Status: apierrors.NewServiceUnavailable("error applying patch")}
+		}
+		if paths = trace.ChangedPaths(currentJSON, patchedJSON); len(paths) > 0 {
+			softened.Patch(ctx, attr.Attributes, result.Patch, paths)
+			verdict = fmt.Sprintf("would change, not applied (%s)", softened.Mode.Label)
+		}
+		return webhook.Succeeded, nil
+	})
+	return verdict, paths, err
 }
 
 // apply applies an allowing webhook's patch to attr, within the call's span, and reports

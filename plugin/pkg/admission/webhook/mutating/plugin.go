@@ -1,7 +1,9 @@
 // Package mutating is Portcullis's MutatingAdmissionWebhook, registered under upstream's name. With no
 // dispatch settings of ours in its admission config entry it is upstream's own plugin,
 // untouched. With them, it is upstream's matching and configuration (generic.Webhook) with a
-// dispatch of our own: circuit breakers, a time budget, and one serialization of the object per change.
+// dispatch of our own: circuit breakers, a time budget, one serialization of the object per change,
+// per-webhook enforcement modes (a webhook in Audit is a shadow), the idempotency probe, and
+// each call a step of the admission trace.
 package mutating
 
 import (

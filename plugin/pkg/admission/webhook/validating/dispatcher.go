@@ -21,6 +21,7 @@ import (
 	"k8s.io/component-base/tracing"
 	"k8s.io/klog/v2"
 
+	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
@@ -155,7 +156,25 @@ func (d *dispatcher) callOne(ctx, request context.Context, invocation *generic.W
 		err = d.call(ctx, hook, invocation, attr, encoded, timeout, cut, permit)
 		d.settings.Guard.CountCut(hook.Name, policy, err)
 	}
+	configuration := invocation.Webhook.GetConfigurationName()
+	verdict := ""
+	if mode := d.settings.ModeOf(configuration, hook.Name); mode.Softens() {
+		// A denial is admitted, recorded as the mode says; a failed call is not a verdict
+		// and follows the failure policy below.
+		if msg, ok := webhook.DenialOf(hook.Name, err); ok {
+			softened := webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode, Step: stepType,
+				AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index), Metrics: d.settings.Metrics}
+			verdict = softened.Deny(request, attr.Attributes, webhook.WouldDenyValidatingPrefix, msg)
+			err = nil
+		}
+	}
 	webhook.ObserveCall(request, hook.Name, stepType, attr, t, err, ignore, skipped)
+	if r := trace.From(attr.Attributes); r != nil {
+		if verdict == "" {
+			verdict = webhook.Verdict(err, ignore, skipped)
+		}
+		r.Sub(request, attr.Attributes, trace.Validating, trace.Step{Name: webhook.HookStep(hook.Name, configuration), Verdict: verdict, Duration: time.Since(t)})
+	}
 	if err == nil {
 		return nil
 	}

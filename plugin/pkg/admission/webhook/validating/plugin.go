@@ -2,7 +2,8 @@
 // dispatch settings of ours in its admission config entry it is upstream's own plugin,
 // untouched. With them, it is upstream's matching and configuration (generic.Webhook) with a
 // dispatch of our own: circuit breakers, a time budget, one serialization of each version of the object for all
-// webhooks, and (earlyExit) an answer at the first denial.
+// webhooks, (earlyExit) an answer at the first denial, per-webhook enforcement modes, and each
+// call a step of the admission trace.
 package validating
 
 import (

@@ -45,6 +45,32 @@ type PortcullisConfiguration struct {
 	// +optional
 	// +listType=set
 	ServedAPIs []string `json:"servedAPIs,omitempty"`
+
+	// AdmissionTrace records what each admission step did to a request (docs/troubleshooting.md).
+	// Setting it puts both webhook plugins on Portcullis's dispatch, so that each webhook is a
+	// step of its own.
+	// +optional
+	AdmissionTrace *AdmissionTrace `json:"admissionTrace,omitempty"`
+}
+
+// AdmissionTrace says when the admission chain is traced: every plugin, built-in or ours, and
+// every webhook, with what it changed (JSON patch paths of the object), its verdict and its
+// duration.
+type AdmissionTrace struct {
+	// OnRequest traces a dry-run request whose object carries the annotation
+	// admission.portcullis.io/trace: "true", when its user may "trace" the request's resource
+	// (verb trace, the request's group, resource, subresource, namespace and name, asked of
+	// the server's authorizer as a SubjectAccessReview is). The steps are returned as
+	// warnings. Other requests cost one check of the request's dry-run flag per plugin.
+	// +optional
+	OnRequest bool `json:"onRequest,omitempty"`
+
+	// Audit traces every request and records each step in its audit event, under the
+	// annotations trace.admission.portcullis.io/<phase>-<step>. Every mutating step then
+	// serializes the object before and after it: measure the cost (make bench) before turning
+	// it on for a busy server.
+	// +optional
+	Audit bool `json:"audit,omitempty"`
 }
 
 // WebhookDispatch configures Portcullis's dispatch, per webhook plugin. A plugin left out is
@@ -60,7 +86,8 @@ type WebhookDispatch struct {
 }
 
 // WebhookDispatchSettings are one webhook plugin's dispatch settings. With none of
-// circuitBreaker, timeBudget and earlyExit set, the plugin is upstream's own.
+// circuitBreaker, timeBudget, earlyExit, enforcementModes other than Deny and
+// idempotencyProbe set (and no admissionTrace), the plugin is upstream's own.
 type WebhookDispatchSettings struct {
 	// CircuitBreaker, when set, keeps a breaker per webhook (see WebhookCircuitBreaker).
 	// +optional
@@ -76,4 +103,52 @@ type WebhookDispatchSettings struct {
 	// as stock does.
 	// +optional
 	EarlyExit bool `json:"earlyExit,omitempty"`
+
+	// EnforcementModes soften individual webhooks of this plugin, to roll one out: Audit
+	// and/or Warn admit what a validating webhook denies (recording it); a mutating webhook in
+	// Audit and/or Warn is a shadow, called but its patch never applied. A webhook left out
+	// (or Deny) is enforced as in stock.
+	// +optional
+	// +listType=atomic
+	EnforcementModes []WebhookEnforcement `json:"enforcementModes,omitempty"`
+
+	// IdempotencyProbe, mutating only, re-sends sampled calls' output to the webhook that
+	// produced it, off the request path, and reports a webhook whose answer changes its own
+	// output again: one that breaks on reinvocation.
+	// +optional
+	IdempotencyProbe *WebhookIdempotencyProbe `json:"idempotencyProbe,omitempty"`
+}
+
+// WebhookEnforcement is the enforcement mode of one webhook.
+type WebhookEnforcement struct {
+	// Configuration is the name of the webhook's MutatingWebhookConfiguration or
+	// ValidatingWebhookConfiguration (of this plugin's kind).
+	Configuration string `json:"configuration"`
+
+	// Webhook is the webhook's name within the configuration.
+	Webhook string `json:"webhook"`
+
+	// Modes is Deny alone (as stock), or Warn, Audit or both. A validating webhook's denial
+	// (an answer with allowed: false and a 4xx code, 403 when none) is admitted: Warn returns
+	// "<webhook> would deny this request ..." as a warning, Audit records it in the audit
+	// event; both count it in portcullis_admission_webhook_would_deny_total. A call that
+	// fails (timeout, refused connection, an invalid answer) still follows the webhook's
+	// failurePolicy. A mutating webhook in Warn or Audit is called and its patch is not
+	// applied: Warn lists the patch's paths in a warning, Audit records the patch in the
+	// audit event, and nothing it answers or fails with fails the request.
+	// +listType=set
+	Modes []EnforcementMode `json:"modes"`
+}
+
+// WebhookIdempotencyProbe configures the idempotency probe of mutating webhooks.
+type WebhookIdempotencyProbe struct {
+	// OneIn probes one sampled call in this many of those that changed the object (1: every
+	// one), of webhooks whose sideEffects are None or NoneOnDryRun; the probe is a dry-run
+	// request. 1 to 1000000.
+	OneIn int32 `json:"oneIn"`
+
+	// MaxInFlight bounds the probes under way; a sampled call finding them all busy is not
+	// probed (counted as skipped). Default 2; 1 to 64.
+	// +optional
+	MaxInFlight *int32 `json:"maxInFlight,omitempty"`
 }
