@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
+	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
@@ -272,7 +273,7 @@ func fakeInitializers(t *testing.T) genericadmission.PluginInitializers {
 	client := fake.NewClientset()
 	// The fake dynamic client serves our own APIs too.
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{settingsv1alpha1.AddToScheme, policyv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{settingsv1alpha1.AddToScheme, policyv1beta1.AddToScheme, admissionregistrationv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
