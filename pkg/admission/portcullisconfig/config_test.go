@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
-	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
@@ -89,10 +88,10 @@ servedAPIs: [policy/v1beta1]
 admissionTrace: {onRequest: true}
 `), want: Configuration{
 			MutatingDispatch: &webhook.Configuration{Traced: true,
-				Modes: map[webhook.HookKey]enforcement.Soften{{Configuration: "inject", Webhook: "inject.example.com"}: {Audit: true, Label: "Audit"}},
+				Modes: webhook.HookModes{{Configuration: "inject", Webhook: "inject.example.com"}: {Audit: true, Label: "Audit"}},
 				Probe: &webhook.ProbeSettings{OneIn: 100, MaxInFlight: int(webhook.DefaultProbeMaxInFlight)}},
 			ValidatingDispatch: &webhook.Configuration{Traced: true,
-				Modes: map[webhook.HookKey]enforcement.Soften{{Configuration: "policy", Webhook: "deny.example.com"}: {Warn: true, Audit: true, Label: "Warn+Audit"}}},
+				Modes: webhook.HookModes{{Configuration: "policy", Webhook: "deny.example.com"}: {Warn: true, Audit: true, Label: "Warn+Audit"}}},
 			TraceOnRequest: true,
 		}},
 		{name: "trace alone puts both plugins on our dispatch", file: withEntry("admissionTrace: {audit: true}\n"), want: Configuration{

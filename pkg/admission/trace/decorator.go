@@ -31,7 +31,7 @@ type Decorator struct {
 	// chain is each phase's plugins, in the chain's order (Decorate is called in it), so
 	// that a step knows whether a later plugin will take the request.
 	mu    sync.Mutex
-	chain map[Phase][]admission.Interface
+	chain [2][]admission.Interface
 }
 
 var _ admission.Decorator = &Decorator{}
@@ -41,7 +41,7 @@ func New(onRequest, audit bool) *Decorator {
 	if !onRequest && !audit {
 		return nil
 	}
-	return &Decorator{onRequest: onRequest, audit: audit, chain: map[Phase][]admission.Interface{}}
+	return &Decorator{onRequest: onRequest, audit: audit}
 }
 
 // SetAuthorizer gives the decorator the server's authorizer.
@@ -156,13 +156,20 @@ func (w *mutatingAndValidating) Validate(ctx context.Context, a admission.Attrib
 
 func (w *mutating) traceAdmit(ctx context.Context, r *Recorder, a admission.Attributes, o admission.ObjectInterfaces) error {
 	n := r.begin(Mutating)
-	before := versionedJSON(a, o)
+	// Only the chain's plugins, each traced, run between two steps: the object as the last
+	// step left it is the object now. One serialization per step, not two.
+	before := r.object
+	if before == nil {
+		before = versionedJSON(a, o)
+	}
 	start := time.Now()
 	err := w.mutator.Admit(ctx, a, o)
 	s := Step{Name: w.name, Verdict: verdict(err), Duration: time.Since(start)}
-	if after := versionedJSON(a, o); before != nil && after != nil {
+	after := versionedJSON(a, o)
+	if before != nil && after != nil {
 		s.Paths = ChangedPaths(before, after)
 	}
+	r.object = after
 	s.Reinvoked = a.GetReinvocationContext().IsReinvoke()
 	r.end(ctx, a, Mutating, n, s, err != nil || w.last(Mutating, a.GetOperation()))
 	return err

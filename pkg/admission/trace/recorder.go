@@ -71,16 +71,20 @@ type Recorder struct {
 
 	mu sync.Mutex
 	// step is the current plugin step of each phase, sub its sub-steps so far.
-	step map[Phase]int
-	sub  map[Phase]int
+	step [2]int
+	sub  [2]int
 	// quiet are plugin steps not yet warned of that admitted and changed nothing: they go
 	// out together, on one line, before the next step of their phase that did something or
 	// after the phase's last.
-	quiet map[Phase]*quietRun
+	quiet [2]*quietRun
 	// warned counts the runes of the trace's warnings; once the next would pass
 	// warningBudget, one line says the rest is not shown, and no more follow.
 	warned int
 	cut    bool
+
+	// object is the request's object, in JSON, as the last mutating step left it. Mutating
+	// steps run one after another, in the chain's goroutine.
+	object []byte
 }
 
 // warningBudget leaves room, within the 4 KiB of warnings a response carries before upstream
@@ -108,7 +112,7 @@ func From(a admission.Attributes) *Recorder {
 }
 
 func newRecorder(warn, audit bool) *Recorder {
-	return &Recorder{warn: warn, audit: audit, step: map[Phase]int{}, sub: map[Phase]int{}, quiet: map[Phase]*quietRun{}}
+	return &Recorder{warn: warn, audit: audit}
 }
 
 // begin starts the next plugin step of phase and returns its number.
@@ -190,7 +194,7 @@ func (r *Recorder) flushQuiet(ctx context.Context, phase Phase) {
 	if run == nil {
 		return
 	}
-	delete(r.quiet, phase)
+	r.quiet[phase] = nil
 	if run.first == run.last {
 		r.warnLine(ctx, fmt.Sprintf("%s%s %d %s", WarningPrefix, phase, run.first, run.steps[0]))
 		return

@@ -153,8 +153,8 @@ func TestInitializers(t *testing.T) {
 			t.Fatalf("a plain create: pending %q, want %q", got, both)
 		}
 		created.Annotations[initializers.PendingAnnotation] = "sidecar.example.com"
-		if _, err := asDeveloper.CoreV1().Pods(ns).Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
-			t.Errorf("removing an initializer without initialize: want 403, got %v", err)
+		if _, err := asDeveloper.CoreV1().Pods(ns).Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "update to the initialization of a resource denied") {
+			t.Errorf("removing an initializer without initialize: want 403 update to the initialization of a resource denied, got %v", err)
 		}
 		// Nothing of the list changed: an ordinary update goes through.
 		fresh, err := admin.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,8 @@ type Plugin struct {
 	configurations atomic.Pointer[[]*admissionregistrationv1alpha1.InitializerConfiguration]
 	ready          func() bool
 	readyTimeout   time.Duration
+	// deletions are the deletions of failed objects under way, for tests.
+	deletions sync.WaitGroup
 }
 
 var (
@@ -209,11 +212,8 @@ func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj me
 
 func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, old metav1.Object) error {
 	current, _ := parsePending(old.GetAnnotations()[PendingAnnotation])
-	value, given := obj.GetAnnotations()[PendingAnnotation]
+	value := obj.GetAnnotations()[PendingAnnotation]
 	updated, errs := parsePending(value)
-	if !given {
-		updated, errs = nil, nil
-	}
 	oldResult, newResult := old.GetAnnotations()[ResultAnnotation], obj.GetAnnotations()[ResultAnnotation]
 	changed := !slices.Equal(current, updated) || oldResult != newResult
 	if changed {
@@ -270,7 +270,7 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 		return status
 	}
 	resource, namespace, name, uid := a.GetResource(), a.GetNamespace(), a.GetName(), old.GetUID()
-	go func() {
+	p.deletions.Go(func() {
 		select {
 		case <-ctx.Done():
 		case <-p.drained:
@@ -287,7 +287,7 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 			// A conflict: the UID differs, the object was deleted and created again.
 			klog.ErrorS(err, "Initializers: deleting an object whose initialization failed", "resource", resource, "namespace", namespace, "name", name)
 		}
-	}()
+	})
 	return status
 }
 

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -374,15 +373,14 @@ func TestAFailureResultDeletesTheObject(t *testing.T) {
 				t.Fatalf("deleted during the request: %v", deletes())
 			}
 			done()
+			p.deletions.Wait()
+			got := deletes()
 			if !tc.wantDeleted {
+				if len(got) != 0 {
+					t.Fatalf("deleted after the request: %v", got)
+				}
 				return
 			}
-			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-				return len(deletes()) > 0, nil
-			}); err != nil {
-				t.Fatal("the object is not deleted once the request is done")
-			}
-			got := deletes()
 			if len(got) != 1 || got[0].GetName() != "web" || got[0].GetNamespace() != "default" ||
 				got[0].GetResource() != podsResource || *got[0].GetDeleteOptions().Preconditions.UID != "uid-1" {
 				t.Fatalf("deletes %+v, want the pod web with its UID as precondition", got)

@@ -39,14 +39,13 @@ func toTyped(obj any) (any, error) {
 	return config, nil
 }
 
-// sortedByName returns the configurations in the order their initializers are pending: by
-// name.
+// sortedByName sorts configs, a slice of the caller's own, in the order their initializers
+// are pending (by name), and returns it.
 func sortedByName(configs []*admissionregistrationv1alpha1.InitializerConfiguration) []*admissionregistrationv1alpha1.InitializerConfiguration {
-	sorted := slices.Clone(configs)
-	slices.SortFunc(sorted, func(a, b *admissionregistrationv1alpha1.InitializerConfiguration) int {
+	slices.SortFunc(configs, func(a, b *admissionregistrationv1alpha1.InitializerConfiguration) int {
 		return strings.Compare(a.Name, b.Name)
 	})
-	return sorted
+	return configs
 }
 
 // initializersFor returns the initializers whose rules match resource: configurations in

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +177,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		if err != nil {
 			return admission.NewForbidden(a, fmt.Errorf("failed to convert label string for Zone: %s to a Set", trustedZone))
 		}
-		zones, zoneValue, region = sets.List(sets.New(set.UnsortedList()...)), trustedZone, trustedRegion
+		zones, zoneValue, region = set.List(), trustedZone, trustedRegion
 		zoneKeys, regionKeys = []string{key.zone}, []string{key.region}
 		volumesAdmitted.WithLabelValues(outcomeTrusted, "").Inc()
 	} else {
@@ -191,9 +190,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		}
 		found := resolve(p.resolvers, regionOfZones, pv)
 		zones, region = sets.List(found.zones), found.region
-		if msg := invalidLocation(zones, region); msg != "" {
+		zoneValue = strings.Join(zones, cloudvolume.LabelMultiZoneDelimiter)
+		if msg := invalidLocation(zoneValue, region); msg != "" {
 			klog.V(2).InfoS("PersistentVolumeLabel: ignoring a location that is no label value", "pv", pv.Name, "resolver", found.by, "problem", msg)
-			zones, region = nil, ""
+			zones, zoneValue, region = nil, "", ""
 		}
 		if len(zones) == 0 {
 			source, id := inTreeZonalSource(pv)
@@ -204,7 +204,6 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 			volumesAdmitted.WithLabelValues(outcomeUnresolved, "").Inc()
 			return nil
 		}
-		zoneValue = strings.Join(zones, cloudvolume.LabelMultiZoneDelimiter)
 		volumesAdmitted.WithLabelValues(outcomeLabelled, string(found.by)).Inc()
 	}
 	p.label(pv, zoneKeys, regionKeys, zoneValue, zones, region)
@@ -287,15 +286,15 @@ func provisionedLabels(pv *api.PersistentVolume) (zone, region string, keys keyP
 	return "", "", keyPair{}, false
 }
 
-// invalidLocation says why zones and region cannot be written as label values ("" when
-// they can): a resolver's answer comes from affinity values, node labels or the operator's
-// expansions, and a PV the server would then refuse for its labels helps nobody.
-func invalidLocation(zones []string, region string) string {
-	if len(zones) == 0 {
+// invalidLocation says why the zone label value (the sorted zones, joined) and region cannot
+// be written as label values ("" when they can): a resolver's answer comes from affinity
+// values, node labels or the operator's expansions, and a PV the server would then refuse
+// for its labels helps nobody.
+func invalidLocation(zoneValue, region string) string {
+	if zoneValue == "" {
 		return ""
 	}
-	sort.Strings(zones)
-	for _, v := range []string{strings.Join(zones, cloudvolume.LabelMultiZoneDelimiter), region} {
+	for _, v := range []string{zoneValue, region} {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 			return fmt.Sprintf("%q: %s", v, strings.Join(errs, "; "))
 		}

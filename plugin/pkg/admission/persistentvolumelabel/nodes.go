@@ -48,8 +48,8 @@ func (n *nodes) resolve(pv *api.PersistentVolume) location {
 		var termZones sets.Set[string]
 		for j := range na.Required.NodeSelectorTerms[i].MatchExpressions {
 			req := &na.Required.NodeSelectorTerms[i].MatchExpressions[j]
-			reqZones, reqRegions, ok := n.requirementZones(req)
-			if !ok || reqZones.Len() == 0 {
+			reqZones, reqRegions := n.requirementZones(req)
+			if reqZones.Len() == 0 {
 				continue
 			}
 			if termZones == nil {
@@ -72,16 +72,16 @@ func (n *nodes) resolve(pv *api.PersistentVolume) location {
 }
 
 // requirementZones returns the zones and regions of the Nodes an In requirement selects;
-// not ok when some value selects Nodes of several zones.
-func (n nodes) requirementZones(req *api.NodeSelectorRequirement) (zones, regions sets.Set[string], ok bool) {
+// none when some value selects Nodes of several zones.
+func (n nodes) requirementZones(req *api.NodeSelectorRequirement) (zones, regions sets.Set[string]) {
 	if req.Operator != api.NodeSelectorOpIn || topologyKeys.Has(req.Key) {
-		return nil, nil, false
+		return nil, nil
 	}
 	zones, regions = sets.New[string](), sets.New[string]()
 	for _, value := range req.Values {
 		selected, err := n.indexer.ByIndex(nodeLabelIndex, req.Key+"="+value)
 		if err != nil {
-			return nil, nil, false
+			return nil, nil
 		}
 		valueZone := ""
 		for _, obj := range selected {
@@ -91,7 +91,7 @@ func (n nodes) requirementZones(req *api.NodeSelectorRequirement) (zones, region
 			}
 			zone := labelOf(node.Labels, corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone)
 			if zone == "" || (valueZone != "" && zone != valueZone) {
-				return nil, nil, false
+				return nil, nil
 			}
 			valueZone = zone
 			if region := labelOf(node.Labels, corev1.LabelTopologyRegion, corev1.LabelFailureDomainBetaRegion); region != "" {
@@ -102,7 +102,7 @@ func (n nodes) requirementZones(req *api.NodeSelectorRequirement) (zones, region
 			zones.Insert(valueZone)
 		}
 	}
-	return zones, regions, true
+	return zones, regions
 }
 
 // topologyKeys are the standard zone and region keys.

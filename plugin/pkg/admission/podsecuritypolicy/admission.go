@@ -138,14 +138,17 @@ func (p *Plugin) ValidateInitialization() error {
 	_ = informer.SetTransform(p.compileObject)
 	store := informer.GetStore()
 	rebuild := func() { p.setPolicies(store.List()) }
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { rebuild() },
 		UpdateFunc: func(any, any) { rebuild() },
 		DeleteFunc: func(any) { rebuild() },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("%s: %w", PluginName, err)
 	}
-	p.ready = informer.HasSynced
+	// The registration's, not the informer's: synced once the handler has rebuilt the
+	// policies from everything listed first, not merely once the store holds them.
+	p.ready = registration.HasSynced
 	go informer.RunWithContext(ctx)
 	return nil
 }

@@ -74,7 +74,7 @@ type Configuration struct {
 	// the form of earlier releases, which a stock server refuses.
 	Legacy bool
 	// Modes soften individual webhooks; a webhook not in it is enforced.
-	Modes map[HookKey]enforcement.Soften
+	Modes HookModes
 	// Probe, when not nil, turns the idempotency probe on (mutating only).
 	Probe *ProbeSettings
 	// Traced says the admission trace is on: each webhook call is a step of it.
@@ -94,12 +94,12 @@ type ProbeSettings struct {
 	MaxInFlight int
 }
 
-// ModeOf returns the enforcement mode of a webhook (the zero Soften: enforced).
-func (c *Configuration) ModeOf(configuration, webhook string) enforcement.Soften {
-	if len(c.Modes) == 0 {
-		return enforcement.Soften{}
-	}
-	return c.Modes[HookKey{Configuration: configuration, Webhook: webhook}]
+// HookModes are the enforcement modes of webhooks, by name.
+type HookModes map[HookKey]enforcement.Soften
+
+// Of returns the enforcement mode of a webhook (the zero Soften: enforced).
+func (m HookModes) Of(configuration, webhook string) enforcement.Soften {
+	return m[HookKey{Configuration: configuration, Webhook: webhook}]
 }
 
 // Ours says whether the entry asks for anything of our dispatch. When it does not, the
@@ -251,7 +251,7 @@ func NewDispatch(settings *admissionv1alpha1.WebhookDispatchSettings, validating
 	for _, m := range settings.EnforcementModes {
 		if soften := enforcement.SoftenFor(m.Modes); soften.Softens() {
 			if out.Modes == nil {
-				out.Modes = map[HookKey]enforcement.Soften{}
+				out.Modes = HookModes{}
 			}
 			out.Modes[HookKey{Configuration: m.Configuration, Webhook: m.Webhook}] = soften
 		}

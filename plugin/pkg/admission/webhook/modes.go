@@ -107,8 +107,8 @@ func HookStep(name, configuration string) string {
 	return fmt.Sprintf("webhook %s (%s)", name, configuration)
 }
 
-// Verdict is a call's verdict for the admission trace: err is the call's error after the
-// dispatch's handling (nil when admitted), callErr what the call itself returned.
+// Verdict is a call's verdict for the admission trace, from the call's error (nil: admitted),
+// the webhook's failure policy and whether a check of ours (breaker, budget) skipped it.
 func Verdict(callErr error, ignore, skipped bool) string {
 	switch {
 	case callErr == nil:

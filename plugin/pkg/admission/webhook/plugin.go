@@ -8,8 +8,6 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	"k8s.io/utils/clock"
-
-	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
 
 // Settings are what a plugin's dispatcher needs of the plugin's configuration.
@@ -21,18 +19,10 @@ type Settings struct {
 	Metrics *Metrics
 	// EarlyExit: the validating dispatch answers at the first denial.
 	EarlyExit bool
-	// Modes soften individual webhooks (Configuration.ModeOf).
-	Modes *Configuration
+	// Modes soften individual webhooks.
+	Modes HookModes
 	// Prober, when not nil, probes sampled mutating calls for idempotency.
 	Prober *Prober
-}
-
-// ModeOf returns a webhook's enforcement mode.
-func (s Settings) ModeOf(configuration, webhook string) enforcement.Soften {
-	if s.Modes == nil {
-		return enforcement.Soften{}
-	}
-	return s.Modes.ModeOf(configuration, webhook)
 }
 
 // SourceFactory builds the source of a plugin's webhook configurations (upstream's
@@ -50,7 +40,7 @@ func NewWebhook(step string, cfg *Configuration, source SourceFactory,
 
 func newWebhook(step string, cfg *Configuration, source SourceFactory,
 	newDispatcher func(*webhookutil.ClientManager, Settings) generic.Dispatcher, metrics *Metrics, clk clock.PassiveClock) (*generic.Webhook, Settings, error) {
-	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics, EarlyExit: cfg.EarlyExit, Modes: cfg}
+	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics, EarlyExit: cfg.EarlyExit, Modes: cfg.Modes}
 	if cfg.Probe != nil {
 		d.Prober = NewProber(*cfg.Probe, metrics)
 	}

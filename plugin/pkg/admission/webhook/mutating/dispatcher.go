@@ -133,7 +133,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		t := time.Now()
 		changed := false
 		permit, timeout, cut, skipped := d.settings.Guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
-		if mode := d.settings.ModeOf(configuration, hook.Name); mode.Softens() {
+		if mode := d.settings.Modes.Of(configuration, hook.Name); mode.Softens() {
 			softened := webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode, Step: stepType,
 				AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i), Metrics: d.settings.Metrics}
 			verdict, paths := "", []string(nil)

@@ -158,7 +158,7 @@ func (d *dispatcher) callOne(ctx, request context.Context, invocation *generic.W
 	}
 	configuration := invocation.Webhook.GetConfigurationName()
 	verdict := ""
-	if mode := d.settings.ModeOf(configuration, hook.Name); mode.Softens() {
+	if mode := d.settings.Modes.Of(configuration, hook.Name); mode.Softens() {
 		// A denial is admitted, recorded as the mode says; a failed call is not a verdict
 		// and follows the failure policy below.
 		if msg, ok := webhook.DenialOf(hook.Name, err); ok {

@@ -67,7 +67,7 @@ type AdmissionTrace struct {
 
 	// Audit traces every request and records each step in its audit event, under the
 	// annotations trace.admission.portcullis.io/<phase>-<step>. Every mutating step then
-	// serializes the object before and after it: measure the cost (make bench) before turning
+	// serializes the object after it: measure the cost (make bench) before turning
 	// it on for a busy server.
 	// +optional
 	Audit bool `json:"audit,omitempty"`
