@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -219,6 +220,141 @@ func TestInitializers(t *testing.T) {
 		if err != nil {
 			t.Errorf("the failed pod is not deleted: %v", err)
 		}
+	})
+
+	// The documentation's initializer role without delete: initialize, update, no more.
+	initializerRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "initializer-without-delete"}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: initializerRole.Name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "update", "patch", "initialize"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, admin, ns, "initializer", initializerRole, "initializer", &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "initialize", Resource: "pods"})
+	asInitializer := impersonate(t, server, "system:serviceaccount:"+ns+":initializer")
+
+	t.Run("a result needs delete, and is refused on an initialized object: nothing is deleted", func(t *testing.T) {
+		pending, err := admin.CoreV1().Pods(ns).Create(ctx, podWith(func(p *corev1.Pod) { p.Name = "kept" }), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending.Annotations[initializers.ResultAnnotation] = "boom"
+		if _, err := asInitializer.CoreV1().Pods(ns).Update(ctx, pending, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "a failure result deletes the object") {
+			t.Errorf("a result without delete: want 403 naming the deletion, got %v", err)
+		}
+		initialized, err := admin.CoreV1().Pods(ns).Get(ctx, "bypass", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		initialized.Annotations = map[string]string{initializers.ResultAnnotation: "boom"}
+		if _, err := admin.CoreV1().Pods(ns).Update(ctx, initialized, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable once initialization has completed") {
+			t.Errorf("a result on an initialized pod: want 422, got %v", err)
+		}
+		// The deletion would follow the refused request: a pod still there after a later
+		// request of the same client has been answered was not deleted.
+		for _, name := range []string{"kept", "bypass"} {
+			if _, err := admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("pod %s: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("an initializer configuration whose name cannot be a scheduling gate is refused", func(t *testing.T) {
+		obj := fromYAML(t, strings.ReplaceAll(exampleInitializerConfiguration, "podimage.example.com", strings.Repeat("x", 60)+".example.com"))
+		obj.SetName("too-long")
+		_, err := configs.Create(ctx, obj, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "scheduling gate") {
+			t.Errorf("want 422 saying the name is a scheduling gate's, got %v", err)
+		}
+	})
+
+	// The webhook is removed when its subtest ends; the Deployment configuration stays.
+	t.Run("behind a mutating webhook that labels pods, a user holding only create pods gets a pending pod", func(t *testing.T) {
+		webhook := installLabeller(t, admin, "", "v1", "pods")
+		webhook.waitCalled(t, func(ctx context.Context) error {
+			_, err := admin.CoreV1().Pods(ns).Create(ctx, podWith(nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+		creatorRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"}
+		if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: creatorRole.Name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bind(t, admin, ns, "pod-creator", creatorRole, "replicaset-controller", mayCreatePods(ns))
+		asController := impersonate(t, server, "system:serviceaccount:"+ns+":replicaset-controller")
+		created, err := asController.CoreV1().Pods(ns).Create(ctx, podWith(func(p *corev1.Pod) { p.Name = "behind-webhook" }), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create as a controller behind the webhook: %v", err)
+		}
+		if created.Labels[labellerLabel] != "true" {
+			t.Errorf("the webhook's label is missing: %v", created.Labels)
+		}
+		if got := created.Annotations[initializers.PendingAnnotation]; got != both || created.Labels[initializers.UninitializedLabel] != "true" {
+			t.Errorf("pending %q, labels %v; want %q and the plugin's label", got, created.Labels, both)
+		}
+		if got := gateNames(created); !slices.Equal(got, []string{"podimage.example.com", "sidecar.example.com"}) {
+			t.Errorf("gates %v", got)
+		}
+	})
+
+	t.Run("a pending Deployment's ReplicaSet is created once the Deployment is initialized", func(t *testing.T) {
+		config := fromYAML(t, strings.NewReplacer("example-config", "deployment-config", "podimage.example.com", "rollout.example.com",
+			`- ""`, "- apps", "- pods", "- deployments").Replace(exampleInitializerConfiguration))
+		if _, err := configs.Create(ctx, config, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		replicas := int32(1)
+		labels := map[string]string{"app": "held"}
+		deployment := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "held"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podWith(nil).Spec},
+			},
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			probe, err := admin.AppsV1().Deployments(ns).Create(ctx, deployment, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil && probe.Annotations[initializers.PendingAnnotation] == "rollout.example.com", nil
+		})
+		if err != nil {
+			t.Fatalf("the configuration never applied to a Deployment: %v", err)
+		}
+		if _, err := admin.AppsV1().Deployments(ns).Create(ctx, deployment, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The Deployment controller copies the annotation to the ReplicaSet it creates; the
+		// create is refused, and the Deployment's condition says why.
+		var message string
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			d, err := admin.AppsV1().Deployments(ns).Get(ctx, "held", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range d.Status.Conditions {
+				if c.Reason == "ReplicaSetCreateError" {
+					message = c.Message
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil || !strings.Contains(message, "creates it once its owner Deployment held is initialized") {
+			t.Fatalf("the Deployment's condition: %q (%v), want the refusal naming the pending owner", message, err)
+		}
+		if sets, err := admin.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=held"}); err != nil || len(sets.Items) != 0 {
+			t.Fatalf("ReplicaSets of the pending Deployment: %v (%v)", sets, err)
+		}
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := admin.AppsV1().Deployments(ns).Get(ctx, "held", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			delete(d.Annotations, initializers.PendingAnnotation)
+			_, err = admin.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("initializing the Deployment: %v", err)
+		}
+		waitForPods(t, admin, ns, metav1.ListOptions{LabelSelector: "app=held"}, func(pods []corev1.Pod) bool { return len(pods) == 1 })
 	})
 
 	t.Run("an object without a spec is annotated and labelled", func(t *testing.T) {

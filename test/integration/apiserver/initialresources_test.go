@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,8 @@ var usageHistory = []usageSeries{
 	// Tier 5: another tag of the repository, anywhere: 401 samples in ir-b, 11 in ir-a.
 	{"quay.io/app/worker:1.0", "ir-b", "worker", "worker-1", 600, 200, 0.05, constant(32 * mi)},
 	{"quay.io/app/worker:1.0", "ir-a", "worker", "worker-2", 210, 200, 0.07, constant(48 * mi)},
+	// An image whose containers use nothing measurable: every sample is 0.
+	{"registry.local:5000/team/idle:v1", "ir-a", "idle", "idle-1", 167, 0, 0, constant(0)},
 }
 
 // openMetrics writes the history as OpenMetrics text for promtool, hours counted back from
@@ -149,15 +152,17 @@ type irCase struct {
 	name           string
 	namespace      string
 	init, regular  []corev1.Container
+	podResources   *corev1.ResourceRequirements
 	owner          *metav1.OwnerReference
 	wantInit       []corev1.ResourceList
 	wantRegular    []corev1.ResourceList
 	wantAnnotation string
 }
 
-func (c irCase) run(t *testing.T, client kubernetes.Interface) {
+func (c irCase) run(t *testing.T, client kubernetes.Interface) *corev1.Pod {
 	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "ir-"}, Spec: corev1.PodSpec{InitContainers: c.init, Containers: c.regular}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "ir-"},
+		Spec: corev1.PodSpec{InitContainers: c.init, Containers: c.regular, Resources: c.podResources}}
 	if c.owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{*c.owner}
 	}
@@ -177,6 +182,7 @@ func (c irCase) run(t *testing.T, client kubernetes.Interface) {
 	if got := created.Annotations[initialresources.Annotation]; got != c.wantAnnotation {
 		t.Errorf("annotation %q, want %q", got, c.wantAnnotation)
 	}
+	return created
 }
 
 func sameResources(a, b corev1.ResourceList) bool {
@@ -248,7 +254,7 @@ func TestInitialResources(t *testing.T) {
 	etcd := framework.StartEtcd(t, bins.Etcd)
 	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/initialresources",
 		"--enable-admission-plugins=InitialResources",
-		"--admission-control-config-file="+initialResourcesConfig(t, prometheus.URL, ""))
+		"--admission-control-config-file="+initialResourcesConfig(t, prometheus.URL, "    fitLimitRanges: true\n"))
 	client := server.Client
 	for _, ns := range []string{"ir-a", "ir-b"} {
 		namedNamespace(t, client, ns)
@@ -348,6 +354,97 @@ func TestInitialResources(t *testing.T) {
 			wantAnnotation: set + "cpu, memory request for container web from VerticalPodAutoscaler web; " +
 				"cpu, memory request for container sh",
 		}.run(t, client)
+	})
+
+	// PodLevelResources (on by default): the pod's own request of a resource is what its
+	// containers share; a container's 150Mi from history would exceed the pod's 64Mi, which
+	// validation refuses (422) where the pod is admitted without the plugin.
+	t.Run("pod-level resources: left to the pod", func(t *testing.T) {
+		irCase{namespace: "ir-a",
+			regular:        []corev1.Container{irContainer("web", "registry.local:5000/team/web:v1", nil)},
+			podResources:   &corev1.ResourceRequirements{Requests: resourceList("", "64Mi")},
+			wantRegular:    []corev1.ResourceList{resourceList("250m", "")},
+			wantAnnotation: set + "cpu request for container web",
+		}.run(t, client)
+	})
+
+	// fitLimitRanges, and upstream's LimitRanger after the plugin (on by default): a
+	// namespace whose LimitRange gives a 1-cpu limit and allows twice that as a ratio. Without
+	// the fit, web's 250m from history (tier 3) is refused for its ratio of 4, and the idle
+	// image's 0 request for having none.
+	t.Run("LimitRanges: maxLimitRequestRatio kept, no zero request", func(t *testing.T) {
+		namedNamespace(t, client, "ir-lr")
+		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "limits"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, Default: resourceList("1", "1Gi"), MaxLimitRequestRatio: resourceList("2", ""),
+		}}}}
+		if _, err := client.CoreV1().LimitRanges("ir-lr").Create(context.Background(), lr, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The plugin's informer learns of the LimitRange: wait until a dry run's estimate is
+		// kept within it (today's code never gets there: LimitRanger refuses its 250m).
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+			irContainer("web", "registry.local:5000/team/web:v1", nil)}}}
+		var lastErr error
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := client.CoreV1().Pods("ir-lr").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				lastErr = err
+				return false, nil
+			}
+			cpu := got.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+			return cpu.Cmp(resource.MustParse("500m")) == 0, nil
+		})
+		if err != nil {
+			t.Fatalf("no dry run in ir-lr was estimated within its LimitRange (last refusal: %v): %v", lastErr, err)
+		}
+		for _, tc := range []irCase{
+			{name: "raised to the default limit over the ratio", namespace: "ir-lr",
+				regular:     []corev1.Container{irContainer("web", "registry.local:5000/team/web:v1", nil)},
+				wantRegular: []corev1.ResourceList{resourceList("500m", "150Mi")}, wantAnnotation: set + "cpu, memory request for container web"},
+			{name: "an idle image: no zero request, LimitRanger's default request", namespace: "ir-lr",
+				regular:     []corev1.Container{irContainer("idle", "registry.local:5000/team/idle:v1", nil)},
+				wantRegular: []corev1.ResourceList{resourceList("1", "1Gi")}},
+		} {
+			t.Run(tc.name, func(t *testing.T) { tc.run(t, client) })
+		}
+	})
+
+	// A mutating webhook in the chain (a labeller, as a sidecar injector would be) makes the
+	// server run the plugin a second time; the pod is created by a service account holding
+	// only what the ReplicaSet controller holds in the namespace: create pods.
+	t.Run("a mutating webhook in the chain, a creator with only create pods", func(t *testing.T) {
+		const ns = "ir-webhook"
+		namedNamespace(t, client, ns)
+		ctx := context.Background()
+		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "creator"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-creator"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}
+		if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bind(t, client, ns, "pod-creator", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, "creator", mayCreatePods(ns))
+		labeller := installLabeller(t, client, "", "v1", "pods")
+		labeller.waitCalled(t, func(ctx context.Context) error {
+			_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{irContainer("c", "busybox:1.36", resourceList("1m", "1Mi"))}}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Logf("the probe: %v", err)
+			}
+			return err
+		})
+		creator := impersonate(t, server, "system:serviceaccount:"+ns+":creator")
+		created := irCase{namespace: ns,
+			regular: []corev1.Container{irContainer("web", "registry.local:5000/team/web:v1", nil), irContainer("sh", "busybox:1.36", nil)},
+			// web:v1 and busybox:1.36 anywhere over a week (tier 3).
+			wantRegular:    []corev1.ResourceList{resourceList("250m", "150Mi"), resourceList("5m", "8Mi")},
+			wantAnnotation: set + "cpu, memory request for container web; cpu, memory request for container sh",
+		}.run(t, creator)
+		if created.Labels[labellerLabel] != "true" {
+			t.Errorf("labels %v: the webhook did not label the pod", created.Labels)
+		}
 	})
 
 	// An image whose repository has history (web:v1's): with Prometheus up it would be

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,11 +87,20 @@ func TestPersistentVolumeLabel(t *testing.T) {
 	client := server.Client
 	ctx := context.Background()
 
-	// Nodes as kubelets would have registered them (none runs): two zones of one region, the
-	// host-path CSI driver's topology key, one node labelled with the beta keys only.
+	// Nodes as kubelets would have registered them (none runs): a Node in each zone of the
+	// cloud volumes below (a requirement is added only when a Node carries it); two zones of
+	// one region, the host-path CSI driver's topology key (registered in their CSINodes), a
+	// node pool label, one node labelled with the beta keys only. node-b comes last: once
+	// the plugin knows it, it knows every Node before it.
+	cloudNode := func(zone, region string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + zone, Labels: map[string]string{
+			corev1.LabelTopologyZone: zone, corev1.LabelTopologyRegion: region}}}
+	}
 	for _, n := range []*corev1.Node{
+		cloudNode("us-central1-a", "us-central1"), cloudNode("eu-west-1a", "eu-west-1"), cloudNode("us-east-1c", "us-east-1"),
+		cloudNode("az-3", "RegionOne"), cloudNode("us-west-2b", "us-west-2"),
 		{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{
-			corev1.LabelTopologyZone: "zone-a", corev1.LabelTopologyRegion: "region-1", "topology.hostpath.csi/node": "node-a"}}},
+			corev1.LabelTopologyZone: "zone-a", corev1.LabelTopologyRegion: "region-1", "topology.hostpath.csi/node": "node-a", "pool": "gold"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{
 			corev1.LabelFailureDomainBetaZone: "zone-b", corev1.LabelFailureDomainBetaRegion: "region-1", "topology.hostpath.csi/node": "node-b"}}},
 	} {
@@ -96,8 +108,15 @@ func TestPersistentVolumeLabel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The plugin reads the Nodes from the server's informer: wait until it has node-b, as a
-	// dry run of a volume on it says.
+	for _, name := range []string{"node-a", "node-b"} {
+		csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "hostpath.csi.k8s.io", NodeID: name, TopologyKeys: []string{"topology.hostpath.csi/node"}}}}}
+		if _, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The plugin reads the Nodes and CSINodes from the server's informers: wait until it has
+	// node-b and the driver's key, as a dry run of a volume on it says.
 	probe := pvlPV("probe", csiSource("hostpath.csi.k8s.io", "probe"), nil, nil, "topology.hostpath.csi/node=node-b")
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		pv, err := client.CoreV1().PersistentVolumes().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -125,10 +144,10 @@ func TestPersistentVolumeLabel(t *testing.T) {
 			pv:         pvlPV("ebs-csi-regional", csiSource("ebs.csi.aws.com", "vol-0123456789abcdef0"), nil, nil, "topology.ebs.csi.aws.com/zone=eu-west-1b,eu-west-1a"),
 			wantLabels: zoneRegion("eu-west-1a__eu-west-1b", "eu-west-1"), wantAffinity: []string{"topology.ebs.csi.aws.com/zone=eu-west-1b,eu-west-1a",
 				corev1.LabelTopologyZone + "=eu-west-1a,eu-west-1b", corev1.LabelTopologyRegion + "=eu-west-1"}},
-		{name: "Nodes: a host-path CSI volume takes its node's zone and region (beta-labelled node)",
+		{name: "Nodes: a host-path CSI volume takes its node's zone and region (beta-labelled node: no Node carries the GA zone-b, no requirement for it)",
 			pv:         pvlPV("hostpath-b", csiSource("hostpath.csi.k8s.io", "b"), nil, nil, "topology.hostpath.csi/node=node-b"),
 			wantLabels: zoneRegion("zone-b", "region-1"), wantAffinity: []string{"topology.hostpath.csi/node=node-b",
-				corev1.LabelTopologyZone + "=zone-b", corev1.LabelTopologyRegion + "=region-1"}},
+				corev1.LabelTopologyRegion + "=region-1"}},
 		{name: "VolumeID: an in-tree AWS EBS volume aws://<zone>/vol-…, the user's labels overwritten",
 			pv: pvlPV("ebs-in-tree", corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1c/vol-0123456789abcdef0"}},
 				zoneRegion("mine", "mine"), nil),
@@ -142,6 +161,17 @@ func TestPersistentVolumeLabel(t *testing.T) {
 		{name: "a volume nothing locates: admitted unlabelled (a CSI volume is never refused)",
 			pv:         pvlPV("nfs-csi", csiSource("nfs.csi.k8s.io", "server/share"), nil, nil),
 			wantLabels: nil},
+		{name: "an Azure Disk of a non-zonal region (zone key In [\"\"]): no zone, so no label and no requirement",
+			pv: pvlPV("azure-non-zonal", csiSource("disk.csi.azure.com", "/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/disks/d"), nil, nil,
+				"topology.disk.csi.azure.com/zone="),
+			wantLabels: nil, wantAffinity: []string{"topology.disk.csi.azure.com/zone="}},
+		{name: "Nodes: a node pool label is not read, though its one Node is in one zone today",
+			pv:         pvlPV("pool-gold", csiSource("hostpath.csi.k8s.io", "gold"), nil, nil, "pool=gold"),
+			wantLabels: nil, wantAffinity: []string{"pool=gold"}},
+		{name: "a zone no Node is in: labelled, no requirement (it would keep the volume's pods from every Node, for good)",
+			pv: pvlPV("ebs-no-node", corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://ap-south-1a/vol-0123456789abcdef0"}},
+				nil, nil),
+			wantLabels: zoneRegion("ap-south-1a", "ap-south-1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			created, err := client.CoreV1().PersistentVolumes().Create(ctx, tc.pv, metav1.CreateOptions{})
@@ -210,6 +240,64 @@ func TestPersistentVolumeLabel(t *testing.T) {
 		fits := volumeZoneFits(t, client, "pvl", "app")
 		if !fits["node-a"] || fits["node-b"] {
 			t.Errorf("by the volume's zone labels the pod fits %v, want node-a only", fits)
+		}
+	})
+
+	t.Run("a provisioner's service account creates a volume through a labelling webhook: labelled once, counted once", func(t *testing.T) {
+		// The external provisioner's grant on volumes: create and get, nothing else.
+		namedNamespace(t, client, "provisioner")
+		if _, err := client.CoreV1().ServiceAccounts("provisioner").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "csi-provisioner"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pvl-provisioner"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"create", "get"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const user = "system:serviceaccount:provisioner:csi-provisioner"
+		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pvl-provisioner"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pvl-provisioner"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "csi-provisioner", Namespace: "provisioner"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "persistentvolumes"}}}, metav1.CreateOptions{})
+			return err == nil && review.Status.Allowed, nil
+		}); err != nil {
+			t.Fatalf("the authorizer never let %s create volumes: %v", user, err)
+		}
+
+		webhook := installLabeller(t, client, "", "v1", "persistentvolumes")
+		webhook.waitCalled(t, func(ctx context.Context) error {
+			_, err := client.CoreV1().PersistentVolumes().Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+
+		// The first pass finds the zone by the Nodes; the server's second pass (the webhook
+		// changed the volume) would find it by CSITopology, from the first pass's requirements.
+		labelled := []string{
+			`portcullis_persistentvolumelabel_volumes_total{outcome="labelled",resolver="Nodes"}`,
+			`portcullis_persistentvolumelabel_volumes_total{outcome="labelled",resolver="CSITopology"}`,
+		}
+		count := func() float64 { return sampleValue(t, client, labelled[0]) + sampleValue(t, client, labelled[1]) }
+		before := count()
+		provisioner := impersonate(t, server, user)
+		created, err := provisioner.CoreV1().PersistentVolumes().Create(ctx,
+			pvlPV("hostpath-by-provisioner", csiSource("hostpath.csi.k8s.io", "p"), nil, nil, "topology.hostpath.csi/node=node-a"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLabels := zoneRegion("zone-a", "region-1")
+		wantLabels[labellerLabel] = "true"
+		if diff := cmp.Diff(wantLabels, created.Labels); diff != "" {
+			t.Errorf("labels (-want +got):\n%s", diff)
+		}
+		wantAffinity := requirementsOf("topology.hostpath.csi/node=node-a", corev1.LabelTopologyZone+"=zone-a", corev1.LabelTopologyRegion+"=region-1")
+		if diff := cmp.Diff(wantAffinity, created.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions); diff != "" {
+			t.Errorf("node affinity (-want +got):\n%s", diff)
+		}
+		if after := count(); after != before+1 {
+			t.Errorf("the labelled volumes went from %v to %v, want one more: the server's second pass counted again", before, after)
 		}
 	})
 }

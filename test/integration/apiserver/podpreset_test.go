@@ -3,11 +3,13 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,6 +178,63 @@ func TestPodPreset(t *testing.T) {
 		})
 		if err != nil {
 			t.Errorf("no PodPresetConflict Warning event in %s: %v", ns, err)
+		}
+	})
+
+	t.Run("behind a mutating webhook that labels pods, a controller's pod gets the preset once, a conflict is reported once", func(t *testing.T) {
+		webhook := installLabeller(t, server.Client, "", "v1", "pods")
+		webhook.waitCalled(t, func(ctx context.Context) error {
+			_, err := server.Client.CoreV1().Pods(ns).Create(ctx, frontendPod("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+		creatorRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"}
+		if _, err := server.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: creatorRole.Name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bind(t, server.Client, ns, "pod-creator", creatorRole, "replicaset-controller", mayCreatePods(ns))
+		asController := impersonate(t, server, "system:serviceaccount:"+ns+":replicaset-controller")
+
+		created, err := asController.CoreV1().Pods(ns).Create(ctx, frontendPod("behind-webhook", nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create as a controller behind the webhook: %v", err)
+		}
+		c := created.Spec.Containers[0]
+		cacheMounts := slices.DeleteFunc(slices.Clone(c.VolumeMounts), func(m corev1.VolumeMount) bool { return m.Name != "cache-volume" })
+		cacheVolumes := slices.DeleteFunc(slices.Clone(created.Spec.Volumes), func(v corev1.Volume) bool { return v.Name != "cache-volume" })
+		if created.Labels[labellerLabel] != "true" || !hasEnv(c, "DB_PORT", "6379") || len(c.Env) != 1 || len(cacheMounts) != 1 || len(cacheVolumes) != 1 {
+			t.Errorf("want the webhook's label and the preset once: labels %v, env %+v, mounts %+v, volumes %+v", created.Labels, c.Env, c.VolumeMounts, created.Spec.Volumes)
+		}
+
+		conflicting := frontendPod("conflicting-behind-webhook", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PORT", Value: "5432"}}
+		})
+		if _, err := asController.CoreV1().Pods(ns).Create(ctx, conflicting, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// A later conflict's event: the server records events in order, so once it is
+		// there, a second event of the first conflict would be too.
+		later := conflicting.DeepCopy()
+		later.Name = "later-conflict"
+		if _, err := asController.CoreV1().Pods(ns).Create(ctx, later, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var events []corev1.Event
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=PodPresetConflict"})
+			if err != nil {
+				return false, nil
+			}
+			events = list.Items
+			return slices.ContainsFunc(events, func(e corev1.Event) bool { return strings.Contains(e.Message, "pod later-conflict ") }), nil
+		})
+		if err != nil {
+			t.Fatalf("no event of the later conflict: %v", err)
+		}
+		for _, e := range events {
+			if strings.Contains(e.Message, "pod conflicting-behind-webhook ") && e.Count != 1 {
+				t.Errorf("the conflict was recorded %d times, want once: %s", e.Count, e.Message)
+			}
 		}
 	})
 

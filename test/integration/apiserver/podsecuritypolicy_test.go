@@ -398,6 +398,33 @@ func TestPodSecurityPolicy(t *testing.T) {
 		case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL"):
 			t.Errorf("capability ALL is not dropped: %+v", sc.Capabilities)
 		}
+
+		t.Run("behind a mutating webhook that labels pods, a controller's pod is admitted by the same policy", func(t *testing.T) {
+			webhook := installLabeller(t, admin, "", "v1", "pods")
+			webhook.waitCalled(t, func(ctx context.Context) error {
+				_, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return err
+			})
+			creatorRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"}
+			if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: creatorRole.Name},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			bind(t, admin, ns, "controller:pod-creator", creatorRole, "controller", mayCreatePods(ns))
+			bind(t, admin, ns, "controller:psp:restricted", rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "psp:restricted"}, "controller", mayUse(ns, "restricted"))
+			controller := impersonate(t, server, fmt.Sprintf("system:serviceaccount:%s:controller", ns))
+			behind := pod.DeepCopy()
+			behind.Name = "behind-webhook"
+			created, err := controller.CoreV1().Pods(ns).Create(ctx, behind, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create as a controller behind the webhook: %v", err)
+			}
+			sc := created.Spec.Containers[0].SecurityContext
+			if created.Labels[labellerLabel] != "true" || created.Annotations["kubernetes.io/psp"] != "restricted" ||
+				sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+				t.Errorf("want the webhook's label, policy restricted and its defaults: labels %v, annotations %v, securityContext %+v", created.Labels, created.Annotations, sc)
+			}
+		})
 	})
 }
 

@@ -30,11 +30,25 @@ func ValidateInitializerConfigurationUpdate(newIC, _ *admissionregistration.Init
 }
 
 func validateInitializer(initializer *admissionregistration.Initializer, path *field.Path) field.ErrorList {
-	errs := utilvalidation.IsFullyQualifiedName(path.Child("name"), initializer.Name)
+	errs := ValidateInitializerName(path.Child("name"), initializer.Name)
 	for i := range initializer.Rules {
 		errs = append(errs, validateRule(&initializer.Rules[i], path.Child("rules").Index(i))...)
 	}
 	return errs
+}
+
+// ValidateInitializerName checks an initializer's name: fully qualified (1.13's rule), and
+// a valid scheduling-gate name, which the Initializers plugin makes of a pod's initializers:
+// at most 63 characters.
+func ValidateInitializerName(path *field.Path, name string) field.ErrorList {
+	if errs := utilvalidation.IsFullyQualifiedName(path, name); len(errs) > 0 {
+		return errs
+	}
+	if problems := utilvalidation.IsQualifiedName(name); len(problems) > 0 {
+		return field.ErrorList{field.Invalid(path, name, strings.Join(problems, "; ")+
+			" (an initializer's name is also the name of the scheduling gate that holds a pod until the initializer is done)")}
+	}
+	return nil
 }
 
 func validateRule(rule *admissionregistration.Rule, path *field.Path) field.ErrorList {

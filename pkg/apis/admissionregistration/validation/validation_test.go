@@ -46,6 +46,16 @@ func TestValidateInitializerConfiguration(t *testing.T) {
 			},
 		},
 		{
+			// Not 1.13's: the plugin makes a pod's initializers scheduling gates, whose names
+			// are qualified names (at most 63 characters without a prefix).
+			name:   "an initializer's name is a scheduling gate's: 63 characters at most",
+			config: configuration(initializer(strings.Repeat("a", 51)+".example.com"), initializer(strings.Repeat("a", 52)+".example.com")),
+			want: []string{
+				`initializers[1].name: Invalid value: "` + strings.Repeat("a", 52) + `.example.com": name part must be no more than 63 bytes`,
+				"the name of the scheduling gate",
+			},
+		},
+		{
 			name:   "apiGroups must not be empty or nil",
 			config: configuration(initializer("initializer.k8s.io", rule([]string{}, a, a), rule(nil, a, a))),
 			want:   []string{`initializers[0].rules[0].apiGroups: Required value`, `initializers[0].rules[1].apiGroups: Required value`},

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
@@ -105,28 +104,19 @@ func (p *Plugin) ValidateInitialization() error {
 	case p.drained == nil:
 		return fmt.Errorf("%s: missing drained notification", PluginName)
 	}
-	informer := newConfigurationInformer(p.dynamicClient)
-	store := informer.GetStore()
-	load := func() {
-		var configs []*admissionregistrationv1alpha1.InitializerConfiguration
-		for _, obj := range store.List() {
+	ready, err := readiness.WatchSnapshot(p.dynamicClient, admissionregistrationv1alpha1.Resource, toTyped, p.drained, func(objs []any) {
+		configs := make([]*admissionregistrationv1alpha1.InitializerConfiguration, 0, len(objs))
+		for _, obj := range objs {
 			if config, ok := obj.(*admissionregistrationv1alpha1.InitializerConfiguration); ok {
 				configs = append(configs, config)
 			}
 		}
 		p.setConfigurations(configs)
-	}
-	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { load() },
-		UpdateFunc: func(any, any) { load() },
-		DeleteFunc: func(any) { load() },
 	})
 	if err != nil {
-		return fmt.Errorf("%s: watching the InitializerConfigurations: %w", PluginName, err)
+		return fmt.Errorf("%s: %w", PluginName, err)
 	}
-	// Ready once the handler has loaded every configuration listed first.
-	p.ready = registration.HasSynced
-	go informer.RunWithContext(readiness.UntilDrained(p.drained))
+	p.ready = ready
 	return nil
 }
 
@@ -145,7 +135,15 @@ func (p *Plugin) ReadinessCheck() healthz.HealthChecker {
 // Admit records the pending initializers of a new object, and holds an update of an object
 // pending initializers to 1.13's rules.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetSubresource() != "" {
+	switch a.GetSubresource() {
+	case "":
+	case "status":
+		// A status update may change an object's metadata (pods/status does): the list and
+		// the result are held to the same rules there. Other subresources keep the metadata.
+		if a.GetOperation() != admission.Update {
+			return nil
+		}
+	default:
 		return nil
 	}
 	accessor, err := meta.Accessor(a.GetObject())
@@ -166,7 +164,19 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	return nil
 }
 
+// createDecision is what the first run of the plugin on a create decided: the pending
+// initializers. The server runs the in-tree mutating plugins again when a webhook changed
+// the object (k8s.io/apiserver's reinvocation); that run finds the plugin's own annotation
+// and must neither take it for the creator's (and ask for initialize) nor let a webhook
+// have changed the list in between: it applies the same decision again.
+type createDecision struct{ pending []string }
+
 func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj metav1.Object) error {
+	reinvocation := a.GetReinvocationContext()
+	if decided, ok := reinvocation.Value(PluginName).(createDecision); ok {
+		p.record(a, obj, decided.pending)
+		return nil
+	}
 	if _, failed := obj.GetAnnotations()[ResultAnnotation]; failed {
 		return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), field.ErrorList{
 			field.Forbidden(field.NewPath("metadata", "annotations").Key(ResultAnnotation), "an initialization result is set by an initializer, on update"),
@@ -175,7 +185,7 @@ func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj me
 	var pending []string
 	if value, given := obj.GetAnnotations()[PendingAnnotation]; given {
 		// The creator names the initializers, or none (a bypass): either needs initialize.
-		if err := p.canInitialize(ctx, a, "create with initializers denied"); err != nil {
+		if err := p.authorize(ctx, a, InitializeVerb, createDenied(obj)); err != nil {
 			return err
 		}
 		var errs field.ErrorList
@@ -195,6 +205,16 @@ func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj me
 			pending = initializersFor(*configs, a.GetResource())
 		}
 	}
+	reinvocation.SetValue(PluginName, createDecision{pending: pending})
+	p.record(a, obj, pending)
+	if len(pending) > 0 {
+		klog.V(4).InfoS("Initializers: pending", "resource", a.GetResource(), "namespace", a.GetNamespace(), "name", a.GetName(), "initializers", pending)
+	}
+	return nil
+}
+
+// record writes a new object's pending list, and a pod's gates.
+func (p *Plugin) record(a admission.Attributes, obj metav1.Object, pending []string) {
 	setPending(obj, pending)
 	if pod, ok := a.GetObject().(*api.Pod); ok && pod.Spec.NodeName == "" {
 		// Gates are forbidden on a pod bound at creation: it is recorded, not held.
@@ -204,10 +224,19 @@ func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj me
 			}
 		}
 	}
-	if len(pending) > 0 {
-		klog.V(4).InfoS("Initializers: pending", "resource", a.GetResource(), "namespace", a.GetNamespace(), "name", a.GetName(), "initializers", pending)
+}
+
+// createDenied is the refusal of a create that names its initializers. A controller that
+// copies its owner's annotations (the Deployment controller, to a ReplicaSet) gets it while
+// the owner is pending: the message says so, and that the create succeeds once the owner is
+// initialized.
+func createDenied(obj metav1.Object) string {
+	const denied = "create with initializers denied"
+	owner := metav1.GetControllerOfNoCopy(obj)
+	if owner == nil {
+		return denied
 	}
-	return nil
+	return fmt.Sprintf("%s (a controller that copies its owner's annotations creates it once its owner %s %s is initialized)", denied, owner.Kind, owner.Name)
 }
 
 func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, old metav1.Object) error {
@@ -225,14 +254,25 @@ func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, o
 				field.Invalid(pendingPath, value, fmt.Sprintf("an update may only remove pending initializers (pending: %q)", formatPending(current))),
 			})
 		}
-		if err := p.canInitialize(ctx, a, "update to the initialization of a resource denied"); err != nil {
+		if newResult != oldResult && len(current) == 0 {
+			// 1.13: "field is immutable once initialization has completed". Without this, a
+			// result would delete any object of a matched resource, pending or not.
+			return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), field.ErrorList{
+				field.Forbidden(resultPath, "field is immutable once initialization has completed: a result may only be set while initializers are pending"),
+			})
+		}
+		if err := p.authorize(ctx, a, InitializeVerb, "update to the initialization of a resource denied"); err != nil {
 			return err
 		}
 	}
 	if newResult != "" && newResult != oldResult {
+		// A failure result deletes the object: the requester must be allowed to delete it.
+		if err := p.authorize(ctx, a, "delete", "a failure result deletes the object: update denied"); err != nil {
+			return err
+		}
 		return p.fail(ctx, a, old, newResult)
 	}
-	if pod, ok := a.GetObject().(*api.Pod); ok {
+	if pod, ok := a.GetObject().(*api.Pod); ok && a.GetSubresource() == "" {
 		oldPod, _ := a.GetOldObject().(*api.Pod)
 		if err := ungate(a, pod, oldPod, current, updated); err != nil {
 			return err
@@ -270,6 +310,11 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 		return status
 	}
 	resource, namespace, name, uid := a.GetResource(), a.GetNamespace(), a.GetName(), old.GetUID()
+	// The deletion runs as the server (the loopback client) after the requester's delete was
+	// authorized: the requester's own audit event records that it is theirs.
+	if err := a.AddAnnotation(DeletionAuditAnnotation, fmt.Sprintf("%s %s/%s (uid %s)", resource.GroupResource(), namespace, name, uid)); err != nil {
+		klog.ErrorS(err, "Initializers: recording the deletion in the audit event", "resource", resource, "namespace", namespace, "name", name)
+	}
 	p.deletions.Go(func() {
 		select {
 		case <-ctx.Done():
@@ -291,12 +336,13 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 	return status
 }
 
-// canInitialize asks the authorizer whether the user may initialize the resource.
-func (p *Plugin) canInitialize(ctx context.Context, a admission.Attributes, message string) error {
+// authorize asks the authorizer whether the user may do verb on the request's object;
+// message leads the refusal.
+func (p *Plugin) authorize(ctx context.Context, a admission.Attributes, verb, message string) error {
 	resource := a.GetResource()
 	decision, reason, err := p.authorizer.Authorize(ctx, authorizer.AttributesRecord{
 		User:            a.GetUserInfo(),
-		Verb:            InitializeVerb,
+		Verb:            verb,
 		Namespace:       a.GetNamespace(),
 		APIGroup:        resource.Group,
 		APIVersion:      resource.Version,
@@ -305,11 +351,11 @@ func (p *Plugin) canInitialize(ctx context.Context, a admission.Attributes, mess
 		ResourceRequest: true,
 	})
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("%s: authorizing %s: %w", PluginName, InitializeVerb, err))
+		return apierrors.NewInternalError(fmt.Errorf("%s: authorizing %s: %w", PluginName, verb, err))
 	}
 	if decision != authorizer.DecisionAllow {
 		if reason == "" {
-			reason = fmt.Sprintf("the user may not %s %s", InitializeVerb, resource.GroupResource())
+			reason = fmt.Sprintf("the user may not %s %s", verb, resource.GroupResource())
 		}
 		return apierrors.NewForbidden(resource.GroupResource(), a.GetName(), fmt.Errorf("%s: %s", message, reason))
 	}

@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/utils/ptr"
 
 	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 )
@@ -30,7 +32,15 @@ var (
 	secretsResource     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 	initializerUser = &user.DefaultInfo{Name: "initializer"}
-	ordinaryUser    = &user.DefaultInfo{Name: "developer"}
+	// initializeOnly may initialize but not delete, as an initializer's role without delete.
+	initializeOnly = &user.DefaultInfo{Name: "initialize-only"}
+	ordinaryUser   = &user.DefaultInfo{Name: "developer"}
+
+	// verbsOf are the verbs the tests' authorizer allows each user, on anything.
+	verbsOf = map[string][]string{
+		initializerUser.Name: {InitializeVerb, "delete"},
+		initializeOnly.Name:  {InitializeVerb},
+	}
 )
 
 func configuration(name string, initializers ...admissionregistrationv1alpha1.Initializer) *admissionregistrationv1alpha1.InitializerConfiguration {
@@ -56,14 +66,14 @@ func configurations() []*admissionregistrationv1alpha1.InitializerConfiguration 
 	}
 }
 
-// newPlugin returns a ready plugin with configs, whose authorizer lets initializerUser
-// initialize anything, and the dynamic client it deletes with.
+// newPlugin returns a ready plugin with configs, whose authorizer allows each user the
+// verbsOf it, and the dynamic client it deletes with.
 func newPlugin(t testing.TB, configs ...*admissionregistrationv1alpha1.InitializerConfiguration) (*Plugin, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	p := New()
 	p.SetAuthorizer(authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-		if a.GetVerb() == InitializeVerb && a.GetUser().GetName() == initializerUser.Name {
+		if slices.Contains(verbsOf[a.GetUser().GetName()], a.GetVerb()) {
 			return authorizer.DecisionAllow, "", nil
 		}
 		return authorizer.DecisionNoOpinion, "no rule allows it", nil
@@ -211,6 +221,21 @@ func TestAdmitCreate(t *testing.T) {
 			wantErr: apierrors.IsInvalid, wantErrText: "metadata.annotations[initializer.admission.portcullis.io/pending][1]",
 		},
 		{
+			name: "a ReplicaSet its controller copied a pending Deployment's list to: refused, saying the owner is pending",
+			obj: &apps.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default",
+				Annotations:     map[string]string{PendingAnnotation: "policy.example.com"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "d", Controller: ptr.To(true)}}}},
+			resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, kind: "ReplicaSet", user: ordinaryUser,
+			wantErr: apierrors.IsForbidden, wantErrText: "creates it once its owner Deployment web is initialized",
+		},
+		{
+			name: "a name too long for a scheduling gate is refused, saying why",
+			obj: pod(func(p *api.Pod) {
+				p.Annotations = map[string]string{PendingAnnotation: strings.Repeat("a", 60) + ".example.com"}
+			}), resource: podsResource, kind: "Pod", user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "the name of the scheduling gate",
+		},
+		{
 			name: "a name twice is refused",
 			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: "a.example.com,a.example.com"} }), resource: podsResource, kind: "Pod", user: initializerUser,
 			wantErr: apierrors.IsInvalid, wantErrText: "Duplicate value",
@@ -227,7 +252,9 @@ func TestAdmitCreate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := newPlugin(t, configurations()...)
-			err := p.Admit(context.Background(), createAttributes(tc.obj, tc.resource, tc.kind, tc.user), nil)
+			// Upstream's tester runs the plugin twice on the same request, as the server
+			// does when a webhook changed the object.
+			err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), createAttributes(tc.obj, tc.resource, tc.kind, tc.user), nil)
 			if !checkAdmitted(t, err, tc.wantErr, tc.wantErrText) {
 				return
 			}
@@ -260,6 +287,7 @@ func TestAdmitUpdate(t *testing.T) {
 		name        string
 		old, new    *api.Pod
 		user        user.Info
+		subresource string
 		wantPending string
 		wantGates   []string
 		wantErr     func(error) bool
@@ -317,10 +345,34 @@ func TestAdmitUpdate(t *testing.T) {
 			name: "an object never initialized updates as usual",
 			old:  pod(nil), new: pod(func(p *api.Pod) { p.Labels = map[string]string{"app": "web"} }), user: ordinaryUser,
 		},
+		{
+			name: "a result on an initialized object is refused: it would delete it",
+			old:  pod(nil), new: pod(func(p *api.Pod) { p.Annotations = map[string]string{ResultAnnotation: "boom"} }), user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "immutable once initialization has completed",
+		},
+		{
+			name: "pods/status: removing the list without initialize is refused",
+			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { p.Spec.SchedulingGates = pendingPod(all, allGates...).Spec.SchedulingGates }), user: ordinaryUser, subresource: "status",
+			wantErr: apierrors.IsForbidden, wantErrText: "update to the initialization of a resource denied",
+		},
+		{
+			name: "pods/status: dropping the label keeps it, as the list is there",
+			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { *p = *pendingPod(all, allGates...); p.Labels = nil }), user: ordinaryUser, subresource: "status",
+			wantPending: all, wantGates: allGates,
+		},
+		{
+			name: "pods/status: a result on an initialized pod is refused",
+			old:  pod(nil), new: pod(func(p *api.Pod) { p.Annotations = map[string]string{ResultAnnotation: "boom"} }), user: initializerUser, subresource: "status",
+			wantErr: apierrors.IsInvalid, wantErrText: "immutable once initialization has completed",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := newPlugin(t)
-			err := p.Admit(context.Background(), updateAttributes(tc.new, tc.old, tc.user, false), nil)
+			attributes := updateAttributes(tc.new, tc.old, tc.user, false)
+			if tc.subresource != "" {
+				attributes = admission.NewAttributesRecord(tc.new, tc.old, podsResource.GroupVersion().WithKind("Pod"), "default", "web", podsResource, tc.subresource, admission.Update, &metav1.UpdateOptions{}, false, tc.user)
+			}
+			err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), attributes, nil)
 			if !checkAdmitted(t, err, tc.wantErr, tc.wantErrText) {
 				return
 			}
@@ -345,6 +397,10 @@ func TestAFailureResultDeletesTheObject(t *testing.T) {
 		{name: "a message", result: "no sidecar for this image", user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no sidecar for this image", wantDeleted: true},
 		{name: "a dry run deletes nothing", result: "no", dryRun: true, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no"},
 		{name: "without initialize, refused", result: "no", user: ordinaryUser, wantCode: http.StatusForbidden, wantMessage: "update to the initialization of a resource denied"},
+		{name: "without delete, refused: the result would delete the object", result: "no", user: initializeOnly, wantCode: http.StatusForbidden, wantMessage: "a failure result deletes the object: update denied"},
+		{name: "a 2xx code is a failure all the same", result: `{"message":"bad","code":200}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantDeleted: true},
+		{name: "a code that is no HTTP status", result: `{"message":"bad","code":1000}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantDeleted: true},
+		{name: "a negative code", result: `{"message":"bad","code":-1}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantDeleted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, client := newPlugin(t)
@@ -354,7 +410,8 @@ func TestAFailureResultDeletesTheObject(t *testing.T) {
 			failed := pendingPod("a.example.com", "a.example.com")
 			failed.Annotations[ResultAnnotation] = tc.result
 			request, done := context.WithCancel(context.Background())
-			err := p.Admit(request, updateAttributes(failed, pendingPod("a.example.com", "a.example.com"), tc.user, tc.dryRun), nil)
+			attributes := &auditRecorder{Attributes: updateAttributes(failed, pendingPod("a.example.com", "a.example.com"), tc.user, tc.dryRun)}
+			err := p.Admit(request, attributes, nil)
 			status, ok := err.(apierrors.APIStatus)
 			if !ok || status.Status().Code != tc.wantCode || !strings.Contains(status.Status().Message, tc.wantMessage) {
 				t.Fatalf("got %v, want code %d with %q", err, tc.wantCode, tc.wantMessage)
@@ -384,6 +441,86 @@ func TestAFailureResultDeletesTheObject(t *testing.T) {
 			if len(got) != 1 || got[0].GetName() != "web" || got[0].GetNamespace() != "default" ||
 				got[0].GetResource() != podsResource || *got[0].GetDeleteOptions().Preconditions.UID != "uid-1" {
 				t.Fatalf("deletes %+v, want the pod web with its UID as precondition", got)
+			}
+			// The requester's audit event says the deletion is theirs.
+			if got := attributes.annotations[DeletionAuditAnnotation]; got != "pods default/web (uid uid-1)" {
+				t.Errorf("audit annotation %s = %q", DeletionAuditAnnotation, got)
+			}
+		})
+	}
+}
+
+// auditRecorder keeps the audit annotations a plugin adds.
+type auditRecorder struct {
+	admission.Attributes
+	annotations map[string]string
+}
+
+func (a *auditRecorder) AddAnnotation(key, value string) error {
+	if a.annotations == nil {
+		a.annotations = map[string]string{}
+	}
+	a.annotations[key] = value
+	return nil
+}
+
+// TestReinvocation runs the plugin as the server does when a mutating webhook changed a new
+// object after the plugin ran: a second time, on the object the first run and the webhook
+// made. The creator's authority and the first run's list decide; the second run neither
+// asks for initialize (the annotation is the plugin's own) nor lets the webhook change the
+// list.
+func TestReinvocation(t *testing.T) {
+	const all = "podimage.example.com,policy.example.com,sidecar.example.com"
+	for _, tc := range []struct {
+		name        string
+		obj         *api.Pod
+		user        user.Info
+		webhook     func(*api.Pod)
+		wantPending string
+		wantGates   []string
+	}{
+		{
+			name: "a user without initialize, a webhook that labels the pod",
+			obj:  pod(nil), user: ordinaryUser,
+			webhook:     func(p *api.Pod) { p.Labels["injected"] = "true" },
+			wantPending: all, wantGates: strings.Split(all, ","),
+		},
+		{
+			name: "a webhook that drops the list and the gates does not bypass initialization",
+			obj:  pod(nil), user: ordinaryUser,
+			webhook: func(p *api.Pod) {
+				delete(p.Annotations, PendingAnnotation)
+				delete(p.Labels, UninitializedLabel)
+				p.Spec.SchedulingGates = nil
+			},
+			wantPending: all, wantGates: strings.Split(all, ","),
+		},
+		{
+			name: "a webhook that names an initializer adds none",
+			obj:  pod(nil), user: ordinaryUser,
+			webhook:     func(p *api.Pod) { p.Annotations[PendingAnnotation] = "extra.example.com," + all },
+			wantPending: all, wantGates: strings.Split(all, ","),
+		},
+		{
+			name: "a bypass by a user with initialize stays a bypass",
+			obj:  pod(func(p *api.Pod) { p.Annotations = map[string]string{PendingAnnotation: ""} }), user: initializerUser,
+			webhook: func(p *api.Pod) { p.Labels = map[string]string{"injected": "true"} },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newPlugin(t, configurations()...)
+			attributes := createAttributes(tc.obj, podsResource, "Pod", tc.user)
+			if err := p.Admit(context.Background(), attributes, nil); err != nil {
+				t.Fatalf("first run: %v", err)
+			}
+			tc.webhook(tc.obj)
+			attributes.GetReinvocationContext().SetIsReinvoke()
+			if err := p.Admit(context.Background(), attributes, nil); err != nil {
+				t.Fatalf("second run: %v", err)
+			}
+			checkPending(t, tc.obj, tc.wantPending)
+			if diff := cmp.Diff(tc.wantGates, gates(tc.obj)); diff != "" {
+				t.Errorf("gates (-want +got):\n%s", diff)
 			}
 		})
 	}

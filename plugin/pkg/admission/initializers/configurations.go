@@ -8,24 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 
 	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 )
 
-// newConfigurationInformer watches the InitializerConfigurations through the loopback
-// client, keeping them as typed objects.
-func newConfigurationInformer(client dynamic.Interface) cache.SharedIndexInformer {
-	informer := dynamicinformer.NewFilteredDynamicInformer(client, admissionregistrationv1alpha1.Resource, "", 0,
-		cache.Indexers{}, nil).Informer()
-	// Only fails once the informer has started, which it has not.
-	_ = informer.SetTransform(toTyped)
-	return informer
-}
-
-// toTyped converts a listed configuration to its type once, when it enters the cache.
+// toTyped converts a listed configuration to its type once, when it enters the informer's
+// cache.
 func toTyped(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {

@@ -9,8 +9,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/validation"
 )
 
 // Where an object's initialization is recorded, in place of 1.13's metadata.initializers.
@@ -22,11 +23,18 @@ const (
 	// list either way with a label selector (1.13's includeUninitialized).
 	UninitializedLabel = "initializer.admission.portcullis.io/uninitialized"
 	// ResultAnnotation is an initializer's failure result (1.13's initializers.result): a
-	// metav1.Status in JSON, or a message. Setting it makes the object deleted.
+	// metav1.Status in JSON, or a message. Setting it while initializers are pending makes
+	// the object deleted.
 	ResultAnnotation = "initializer.admission.portcullis.io/result"
+	// DeletionAuditAnnotation, on the audit event of the update that set a result, names the
+	// object the server deletes for it.
+	DeletionAuditAnnotation = "initializer.admission.portcullis.io/deletion"
 )
 
-var pendingPath = field.NewPath("metadata", "annotations").Key(PendingAnnotation)
+var (
+	pendingPath = field.NewPath("metadata", "annotations").Key(PendingAnnotation)
+	resultPath  = field.NewPath("metadata", "annotations").Key(ResultAnnotation)
+)
 
 // parsePending reads a pending list as a client wrote it: fully qualified names, each once.
 // "" is the empty list.
@@ -38,7 +46,7 @@ func parsePending(value string) ([]string, field.ErrorList) {
 	var errs field.ErrorList
 	for i, name := range strings.Split(value, ",") {
 		name = strings.TrimSpace(name)
-		errs = append(errs, validation.IsFullyQualifiedName(pendingPath.Index(i), name)...)
+		errs = append(errs, validation.ValidateInitializerName(pendingPath.Index(i), name)...)
 		if slices.Contains(names, name) {
 			errs = append(errs, field.Duplicate(pendingPath.Index(i), name))
 		}
@@ -85,7 +93,9 @@ func failureStatus(result string) *apierrors.StatusError {
 		status = metav1.Status{Message: result}
 	}
 	status.Status = metav1.StatusFailure
-	if status.Code == 0 {
+	if status.Code < 400 || status.Code > 599 {
+		// A failure is an error: a code outside 4xx and 5xx would answer "success" with a
+		// failure's body, or not be an HTTP status at all.
 		status.Code = http.StatusInternalServerError
 	}
 	if status.Message == "" {

@@ -10,6 +10,7 @@ package initialresources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,7 +65,12 @@ var (
 	}, []string{"source"})
 	missesAdmitted = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "portcullis", Subsystem: "initialresources", Name: "lookups_unfinished_total",
-		Help:           "Lookups that had not finished within the miss wait: the pod was admitted without their estimate, which is cached for the next pod. By source.",
+		Help:           "Pods admitted while a lookup was still running (it had not finished within the miss wait): its estimate, once found, is cached for the next pod. By source.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"source"})
+	lookupsShed = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "portcullis", Subsystem: "initialresources", Name: "lookups_shed_total",
+		Help:           "Pods admitted without a lookup because as many lookups as the plugin runs were already running or waiting: the next pod of the image tries again. By source.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"source"})
 	registerOnce sync.Once
@@ -79,7 +84,10 @@ type Plugin struct {
 	fit      bool
 
 	history *cache[historyKey, historyEstimate] // nil without the Prometheus source
-	vpa     *vpaSource                          // nil without the VerticalPodAutoscaler source
+	// cluster holds the estimates of the histories of any namespace, per image: computed
+	// once for every namespace that needs them (nil with namespaceOnly).
+	cluster *cache[string, historyEstimate]
+	vpa     *vpaSource // nil without the VerticalPodAutoscaler source
 	cfg     *admissionv1alpha1.InitialResourcesConfiguration
 
 	limitRanges corev1listers.LimitRangeLister // with fitLimitRanges
@@ -99,18 +107,54 @@ var (
 )
 
 // historyKey is one image, as the pod writes it, in one namespace: the estimate of both
-// resources is computed together. (Keyed as written, a hit parses nothing.)
+// resources is computed together. (Keyed as written, a hit parses nothing; a reference
+// that does not parse, or is longer than maxImageLength, is never cached.)
 type historyKey struct {
 	image     string
 	namespace string
 }
 
-type historyEstimate map[api.ResourceName]int64
+// maxImageLength bounds the image strings the plugin looks up: a reference's name is at
+// most 255 characters, its tag 128 and a sha512 digest 135, so nothing longer is an image a
+// runtime could pull. (The pod is validated after admission: the plugin sees what the user
+// wrote, up to the request body's limit.)
+const maxImageLength = 1024
+
+// historyEstimate is an estimate of each of estimatedResources: millicores, bytes.
+type historyEstimate struct {
+	value [2]int64
+	ok    [2]bool
+}
+
+func (e historyEstimate) get(res api.ResourceName) (int64, bool) {
+	i := slices.Index(estimatedResources, res)
+	if i < 0 {
+		return 0, false
+	}
+	return e.value[i], e.ok[i]
+}
+
+func (e *historyEstimate) set(res api.ResourceName, v int64) {
+	i := slices.Index(estimatedResources, res)
+	e.value[i], e.ok[i] = v, true
+}
+
+func historyKeySize(k historyKey, _ historyEstimate) int { return len(k.image) + len(k.namespace) }
+func imageKeySize(k string, _ historyEstimate) int       { return len(k) }
+
+// admitImage is the caches' admit: only an image reference is worth a lookup.
+func admitImage(written string) bool {
+	if len(written) > maxImageLength {
+		return false
+	}
+	_, ok := parseImage(written)
+	return ok
+}
 
 // New returns the plugin for a defaulted, validated configuration. The Prometheus source's
 // files (CA, token) are checked here, so a bad one stops the start.
 func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) {
-	registerOnce.Do(func() { legacyregistry.MustRegister(estimatesSet, sourceErrors, missesAdmitted) })
+	registerOnce.Do(func() { legacyregistry.MustRegister(estimatesSet, sourceErrors, missesAdmitted, lookupsShed) })
 	p := &Plugin{
 		// Pods are created once: 1.10 estimated on CREATE only.
 		Handler:  admission.NewHandler(admission.Create),
@@ -132,39 +176,96 @@ func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", PluginName, err)
 		}
-		// Up to five queries per resource, each within the server's timeout.
-		p.setHistory(prom, 10*cfg.Prometheus.Timeout.Duration)
+		p.setHistory(prom, func(window time.Duration) time.Duration {
+			// Every range query of a window, each within the server's timeout.
+			return time.Duration(chunks(cfg.Prometheus, window)) * cfg.Prometheus.Timeout.Duration
+		})
 	}
 	return p, nil
 }
 
-// setHistory makes h the usage history the plugin estimates from, through the cache; one
-// computation (both resources, every tier) may take timeout.
-func (p *Plugin) setHistory(h usageHistory, timeout time.Duration) {
+// setHistory makes h the usage history the plugin estimates from, through the caches;
+// queryTimeout is the most reading one window may take. A computation's timeout is the sum
+// of its windows', for both resources, so that a history read in many chunks is not cut
+// short; one of the namespace's tiers also waits for the cluster's.
+func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) time.Duration) {
 	cfg := p.cfg
 	t := tiers{percentile: *cfg.Percentile, threshold: int(*cfg.SamplesThreshold), short: cfg.ShortWindow.Duration,
 		long: cfg.LongWindow.Duration, namespaceOnly: cfg.NamespaceOnly}
-	p.history = newCache(cfg.CacheTTL.Duration, timeout, func(ctx context.Context, k historyKey) (historyEstimate, error) {
-		out := historyEstimate{}
-		img, ok := parseImage(k.image)
-		if !ok {
-			return out, nil // not an image reference: no history
+	timeout := func(queries []tierQuery) time.Duration {
+		var d time.Duration
+		for _, q := range queries {
+			d += queryTimeout(q.window)
 		}
-		for _, res := range estimatedResources {
-			v, ok, err := t.estimate(ctx, h, res, img, k.namespace)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out[res] = v
-			}
+		return time.Duration(len(estimatedResources)) * d
+	}
+	source := string(admissionv1alpha1.InitialResourcesSourcePrometheus)
+	report := func(image, namespace string, err error) {
+		if errors.Is(err, errCounted) {
+			return // the cluster's computation failed, and said so
 		}
-		return out, nil
-	}, func(k historyKey, err error) {
-		sourceErrors.WithLabelValues(string(admissionv1alpha1.InitialResourcesSourcePrometheus)).Inc()
-		klog.ErrorS(err, "InitialResources: the Prometheus source failed; pods of the image are admitted without its estimate", "image", k.image, "namespace", k.namespace)
-	})
+		sourceErrors.WithLabelValues(source).Inc()
+		klog.ErrorS(err, "InitialResources: the Prometheus source failed; pods of the image are admitted without its estimate", "image", image, "namespace", namespace)
+	}
+	clusterTimeout := time.Duration(0)
+	if !t.namespaceOnly {
+		clusterTimeout = timeout(t.clusterTiers())
+		p.cluster = newCache(cfg.CacheTTL.Duration, clusterTimeout, defaultLimits, imageKeySize, func(ctx context.Context, written string) (historyEstimate, error) {
+			var out historyEstimate
+			img, _ := parseImage(written) // admitted: it parses
+			for _, res := range estimatedResources {
+				v, ok, _, err := t.first(ctx, h, res, img, t.clusterTiers())
+				if err != nil {
+					return out, err
+				}
+				if ok {
+					out.set(res, v)
+				}
+			}
+			return out, nil
+		}, func(written string, err error) { report(written, "", err) })
+	}
+	p.history = newCache(cfg.CacheTTL.Duration, timeout(t.namespaceTiers(""))+clusterTimeout, defaultLimits, historyKeySize,
+		func(ctx context.Context, k historyKey) (historyEstimate, error) {
+			var out historyEstimate
+			img, _ := parseImage(k.image) // admitted: it parses
+			var wider []api.ResourceName  // the resources the namespace has too few samples of
+			for _, res := range estimatedResources {
+				v, ok, enough, err := t.first(ctx, h, res, img, t.namespaceTiers(k.namespace))
+				if err != nil {
+					return out, err
+				}
+				switch {
+				case enough || t.namespaceOnly:
+					if ok {
+						out.set(res, v)
+					}
+				default:
+					wider = append(wider, res)
+				}
+			}
+			if len(wider) == 0 {
+				return out, nil
+			}
+			deadline, _ := ctx.Deadline()
+			all, state := p.cluster.get(ctx, k.image, deadline, nil)
+			switch state {
+			case failed:
+				return out, fmt.Errorf("the histories of any namespace: %w", errCounted)
+			case pending, shed:
+				return out, fmt.Errorf("the histories of any namespace were not read in time")
+			}
+			for _, res := range wider {
+				if v, ok := all.get(res); ok {
+					out.set(res, v)
+				}
+			}
+			return out, nil
+		}, func(k historyKey, err error) { report(k.image, k.namespace, err) })
 }
+
+// errCounted marks an error already logged and counted.
+var errCounted = errors.New("failed (logged and counted where it happened)")
 
 // CheckConfiguration reads a configuration as the plugin's factory does, the files it names
 // included: the command runs it before the server starts.
@@ -188,8 +289,8 @@ func (p *Plugin) SetDynamicClient(client dynamic.Interface) {
 	}
 	v := &vpaSource{client: client, recommendation: p.cfg.VerticalPodAutoscaler.Recommendation}
 	ttl, timeout := p.cfg.CacheTTL.Duration, 10*time.Second
-	v.autoscalers = newCache(ttl, timeout, v.listAutoscalers, func(namespace string, err error) { report(err, "namespace", namespace) })
-	v.owners = newCache(ttl, timeout, v.ownerOf, func(owner objectRef, err error) { report(err, "owner", owner.String()) })
+	v.autoscalers = newCache(ttl, timeout, defaultLimits, autoscalersSize, v.listAutoscalers, func(namespace string, err error) { report(err, "namespace", namespace) })
+	v.owners = newCache(ttl, timeout, defaultLimits, ownerSize, v.ownerOf, func(owner objectRef, err error) { report(err, "owner", owner.String()) })
 	p.vpa = v
 }
 
@@ -228,7 +329,9 @@ type need struct {
 type set struct {
 	index      int
 	kind, name string
+	container  *api.Container
 	resources  []api.ResourceName
+	source     string
 	from       string // "" for usage history; the VPA's name otherwise
 }
 
@@ -245,40 +348,76 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if len(needs) == 0 {
 		return nil
 	}
+	var fit *limitWindows
+	if p.fit {
+		if fit = p.limitWindows(pod.Namespace); fit == nil {
+			return nil // the LimitRanges are not known: no estimate could be kept within them
+		}
+	}
 	// One deadline for the whole pod, however many containers and sources it asks.
 	deadline := time.Now().Add(p.missWait)
 	var sets []set
 	for _, source := range p.sources {
 		switch source {
 		case admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler:
-			sets = append(sets, p.fromAutoscaler(ctx, deadline, pod, needs)...)
+			sets = append(sets, p.fromAutoscaler(ctx, deadline, pod, needs, fit)...)
 		case admissionv1alpha1.InitialResourcesSourcePrometheus:
-			sets = append(sets, p.fromHistory(ctx, deadline, pod, needs)...)
+			sets = append(sets, p.fromHistory(ctx, deadline, pod, needs, fit)...)
 		}
+	}
+	if fit != nil {
+		sets = fit.keepPodMax(pod, sets)
 	}
 	if len(sets) == 0 {
 		return nil
 	}
 	// Container by container, as 1.10 wrote it; a container's sources in their order.
 	slices.SortStableFunc(sets, func(a, b set) int { return a.index - b.index })
+	for _, s := range sets {
+		for _, res := range s.resources {
+			p.requestsSet[s.source][res].Inc()
+			if v := klog.V(2); v.Enabled() {
+				q := s.container.Resources.Requests[res]
+				v.InfoS("InitialResources set a request", "resource", res, "quantity", q.String(), "source", s.source, "container", s.name)
+			}
+		}
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[Annotation] = annotation(sets)
+	record := annotation(sets)
+	// Run again after a webhook changed the pod, the plugin adds to what its first run set
+	// (e.g. a sidecar's requests) instead of forgetting it.
+	if rc := a.GetReinvocationContext(); rc != nil && rc.IsReinvoke() {
+		if before, ok := strings.CutPrefix(pod.Annotations[Annotation], annotationPrefix); ok && before != "" {
+			record = annotationPrefix + before + "; " + strings.TrimPrefix(record, annotationPrefix)
+		}
+	}
+	pod.Annotations[Annotation] = record
 	return nil
 }
 
 // needsOf lists, init containers first as 1.10 did, the resources each container sets
-// neither request nor limit for.
+// neither request nor limit for, and the pod does not set at the pod level: with
+// spec.resources (PodLevelResources), the pod's own request or limit of a resource bounds
+// its containers' together, and a container's request from history could exceed it.
 func needsOf(pod *api.Pod) []*need {
 	var out []*need
 	index := 0
+	podLevel := func(res api.ResourceName) bool {
+		if pod.Spec.Resources == nil {
+			return false
+		}
+		_, request := pod.Spec.Resources.Requests[res]
+		_, limit := pod.Spec.Resources.Limits[res]
+		return request || limit
+	}
 	add := func(c *api.Container, kind string) {
 		var missing []api.ResourceName
 		for _, res := range estimatedResources {
 			_, request := c.Resources.Requests[res]
 			_, limit := c.Resources.Limits[res]
-			if !request && !limit {
+			if !request && !limit && !podLevel(res) {
 				missing = append(missing, res)
 			}
 		}
@@ -299,22 +438,33 @@ func needsOf(pod *api.Pod) []*need {
 // estimatedResources are the resources 1.10 estimated.
 var estimatedResources = []api.ResourceName{api.ResourceCPU, api.ResourceMemory}
 
+// count records how a source's lookup ended for a pod admitted before it finished.
+func count(source admissionv1alpha1.InitialResourcesSourceName, state lookup) {
+	switch state {
+	case pending:
+		missesAdmitted.WithLabelValues(string(source)).Inc()
+	case shed:
+		lookupsShed.WithLabelValues(string(source)).Inc()
+	}
+}
+
 // fromAutoscaler sets what the VPA targeting the pod's owner recommends.
-func (p *Plugin) fromAutoscaler(ctx context.Context, deadline time.Time, pod *api.Pod, needs []*need) []set {
+func (p *Plugin) fromAutoscaler(ctx context.Context, deadline time.Time, pod *api.Pod, needs []*need, fit *limitWindows) []set {
 	if p.vpa == nil || !hasNeeds(needs) {
 		return nil
 	}
-	vpa, finished := p.vpa.lookup(ctx, deadline, pod)
-	if !finished {
-		missesAdmitted.WithLabelValues(string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler)).Inc()
-	}
+	vpa, state := p.vpa.lookup(ctx, deadline, pod)
+	count(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler, state)
 	if vpa == nil {
 		return nil
 	}
 	var sets []set
 	for _, n := range needs {
+		if vpa.off(n.container.Name) {
+			continue
+		}
 		rec := vpa.requests[n.container.Name]
-		s := p.apply(pod.Namespace, n, string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler), func(res api.ResourceName) (resource.Quantity, bool) {
+		s := apply(n, string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler), fit, func(res api.ResourceName) (resource.Quantity, bool) {
 			q, ok := rec[res]
 			return q, ok
 		})
@@ -327,20 +477,23 @@ func (p *Plugin) fromAutoscaler(ctx context.Context, deadline time.Time, pod *ap
 }
 
 // fromHistory sets the usage history's estimates for each container's image.
-func (p *Plugin) fromHistory(ctx context.Context, deadline time.Time, pod *api.Pod, needs []*need) []set {
+func (p *Plugin) fromHistory(ctx context.Context, deadline time.Time, pod *api.Pod, needs []*need, fit *limitWindows) []set {
 	if p.history == nil {
 		return nil
 	}
 	var sets []set
-	unfinished := false
+	worst := found
 	for _, n := range needs {
 		if len(n.resources) == 0 {
 			continue
 		}
-		est, finished := p.history.get(ctx, historyKey{image: n.container.Image, namespace: pod.Namespace}, deadline)
-		unfinished = unfinished || !finished
-		s := p.apply(pod.Namespace, n, string(admissionv1alpha1.InitialResourcesSourcePrometheus), func(res api.ResourceName) (resource.Quantity, bool) {
-			v, ok := est[res]
+		est, state := p.history.get(ctx, historyKey{image: n.container.Image, namespace: pod.Namespace}, deadline,
+			func(k historyKey) bool { return admitImage(k.image) })
+		if state == shed || (state == pending && worst != shed) {
+			worst = state
+		}
+		s := apply(n, string(admissionv1alpha1.InitialResourcesSourcePrometheus), fit, func(res api.ResourceName) (resource.Quantity, bool) {
+			v, ok := est.get(res)
 			if !ok {
 				return resource.Quantity{}, false
 			}
@@ -353,9 +506,7 @@ func (p *Plugin) fromHistory(ctx context.Context, deadline time.Time, pod *api.P
 			sets = append(sets, s)
 		}
 	}
-	if unfinished {
-		missesAdmitted.WithLabelValues(string(admissionv1alpha1.InitialResourcesSourcePrometheus)).Inc()
-	}
+	count(admissionv1alpha1.InitialResourcesSourcePrometheus, worst)
 	return sets
 }
 
@@ -363,14 +514,17 @@ func hasNeeds(needs []*need) bool {
 	return slices.ContainsFunc(needs, func(n *need) bool { return len(n.resources) > 0 })
 }
 
-// apply sets the requests estimate gives for n's resources, and takes them off n.
-func (p *Plugin) apply(namespace string, n *need, source string, estimate func(api.ResourceName) (resource.Quantity, bool)) set {
-	s := set{index: n.index, kind: n.kind, name: n.container.Name}
+// apply sets the requests estimate gives for n's resources, kept within fit's windows
+// (when fitting), and takes them off n. An estimate of zero or less is no estimate: a
+// zero request says nothing, and would take the place of a namespace's default request.
+func apply(n *need, source string, fit *limitWindows, estimate func(api.ResourceName) (resource.Quantity, bool)) set {
+	s := set{index: n.index, kind: n.kind, name: n.container.Name, container: n.container, source: source}
 	var left []api.ResourceName
 	for _, res := range n.resources {
 		q, ok := estimate(res)
-		if ok && p.fit {
-			q, ok = p.fitLimitRanges(namespace, res, q)
+		ok = ok && q.Sign() > 0
+		if ok && fit != nil {
+			q, ok = fit.fit(res, q)
 		}
 		if !ok {
 			left = append(left, res)
@@ -381,42 +535,26 @@ func (p *Plugin) apply(namespace string, n *need, source string, estimate func(a
 		}
 		n.container.Resources.Requests[res] = q
 		s.resources = append(s.resources, res)
-		p.requestsSet[source][res].Inc()
-		if v := klog.V(2); v.Enabled() {
-			v.InfoS("InitialResources set a request", "resource", res, "quantity", q.String(), "source", source, "container", n.container.Name)
-		}
 	}
 	n.resources = left
 	return s
 }
 
-// fitLimitRanges keeps q within what the namespace's LimitRanges allow a container.
-func (p *Plugin) fitLimitRanges(namespace string, res api.ResourceName, q resource.Quantity) (resource.Quantity, bool) {
+// limitWindows lists the namespace's LimitRanges for fitting; nil until they are listed
+// (or when they cannot be).
+func (p *Plugin) limitWindows(namespace string) *limitWindows {
 	if !p.limitRangesSynced() {
-		return q, false
+		return nil
 	}
 	ranges, err := p.limitRanges.LimitRanges(namespace).List(labels.Everything())
 	if err != nil {
-		klog.ErrorS(err, "InitialResources: listing LimitRanges; the estimate is not set", "namespace", namespace)
-		return q, false
+		klog.ErrorS(err, "InitialResources: listing LimitRanges; no estimate is set", "namespace", namespace)
+		return nil
 	}
-	for _, lr := range ranges {
-		for _, item := range lr.Spec.Limits {
-			if item.Type != corev1.LimitTypeContainer {
-				continue
-			}
-			if lo, ok := item.Min[corev1.ResourceName(res)]; ok && q.Cmp(lo) < 0 {
-				q = lo.DeepCopy()
-			}
-			for _, hi := range []corev1.ResourceList{item.Max, item.Default} {
-				if v, ok := hi[corev1.ResourceName(res)]; ok && q.Cmp(v) > 0 {
-					q = v.DeepCopy()
-				}
-			}
-		}
-	}
-	return q, true
+	return newLimitWindows(ranges)
 }
+
+const annotationPrefix = "Initial Resources plugin set: "
 
 // annotation is 1.10's record of what was set, naming the VPA a request came from.
 func annotation(sets []set) string {
@@ -433,5 +571,5 @@ func annotation(sets []set) string {
 		}
 		parts = append(parts, part)
 	}
-	return "Initial Resources plugin set: " + strings.Join(parts, "; ")
+	return annotationPrefix + strings.Join(parts, "; ")
 }

@@ -3,6 +3,10 @@ package initialresources
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 	"k8s.io/apiserver/pkg/authentication/user"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
@@ -22,6 +27,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/metrics/testutil"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
@@ -47,7 +54,7 @@ func newTestPlugin(t testing.TB, history usageHistory, mutate func(*admissionv1a
 		t.Fatal(err)
 	}
 	if history != nil {
-		p.setHistory(history, time.Minute)
+		p.setHistory(history, func(time.Duration) time.Duration { return time.Minute })
 	}
 	return p
 }
@@ -95,13 +102,38 @@ func quantities(cpu, memory string) api.ResourceList {
 
 func TestAdmit(t *testing.T) {
 	history := map[string][2]int{"nginx:1.25": {250, 64 << 20}, "busybox": {10, 1 << 20}}
+	history["idle:1"] = [2]int{0, 0} // an image whose containers use nothing measurable
 	tests := []struct {
 		name           string
 		init, regular  []api.Container
+		podLevel       *api.ResourceRequirements
 		wantInit       []api.ResourceList
 		wantRegular    []api.ResourceList
 		wantAnnotation string
 	}{
+		{
+			// Without the skip, the container's 64Mi from history plus the init container's
+			// exceed nothing here, but 300Mi would exceed a pod's 64Mi: validation refuses
+			// a pod whose containers request more than the pod.
+			name:           "pod-level memory request: the containers' memory is the pod's to share",
+			regular:        []api.Container{container("web", "nginx:1.25", nil, nil)},
+			podLevel:       &api.ResourceRequirements{Requests: quantities("", "32Mi")},
+			wantRegular:    []api.ResourceList{quantities("250m", "")},
+			wantAnnotation: "Initial Resources plugin set: cpu request for container web",
+		},
+		{
+			name:        "pod-level limits of both: nothing set",
+			init:        []api.Container{container("setup", "busybox", nil, nil)},
+			regular:     []api.Container{container("web", "nginx:1.25", nil, nil)},
+			podLevel:    &api.ResourceRequirements{Limits: quantities("1", "1Gi")},
+			wantInit:    []api.ResourceList{nil},
+			wantRegular: []api.ResourceList{nil},
+		},
+		{
+			name:        "an idle image: a zero estimate is no estimate",
+			regular:     []api.Container{container("idle", "idle:1", nil, nil)},
+			wantRegular: []api.ResourceList{nil},
+		},
 		{
 			name:           "both resources of a container that sets neither",
 			regular:        []api.Container{container("web", "nginx:1.25", nil, nil)},
@@ -167,8 +199,8 @@ func TestAdmit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTestPlugin(t, historyOf(history), nil)
 			pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"},
-				Spec: api.PodSpec{InitContainers: tc.init, Containers: tc.regular}}
-			if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
+				Spec: api.PodSpec{InitContainers: tc.init, Containers: tc.regular, Resources: tc.podLevel}}
+			if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), podAttributes(pod), nil); err != nil {
 				t.Fatal(err)
 			}
 			for i, want := range tc.wantInit {
@@ -256,6 +288,20 @@ func TestAdmitSourceDown(t *testing.T) {
 	if after, _ := testutil.GetCounterMetricValue(failures); after != before+1 {
 		t.Errorf("source_errors_total went from %v to %v, want one more", before, after)
 	}
+	// The next pod meets the remembered failure: nothing runs for it, so it is not a lookup
+	// left unfinished, and the failure is not counted again.
+	unfinished := missesAdmitted.WithLabelValues("Prometheus")
+	beforeUnfinished, _ := testutil.GetCounterMetricValue(unfinished)
+	next := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "next", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{container("web", "nginx", nil, nil)}}}
+	if err := p.Admit(context.Background(), podAttributes(next), nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := testutil.GetCounterMetricValue(unfinished); after != beforeUnfinished {
+		t.Errorf("lookups_unfinished_total went from %v to %v for a remembered failure, want no change", beforeUnfinished, after)
+	}
+	if after, _ := testutil.GetCounterMetricValue(failures); after != before+1 {
+		t.Errorf("source_errors_total went from %v to %v after the remembered failure, want %v", before, after, before+1)
+	}
 }
 
 var (
@@ -287,6 +333,12 @@ func autoscalerFor(targetKind, targetName string) *unstructured.Unstructured {
 			"target":         map[string]any{"cpu": "300m", "memory": "200Mi"},
 			"uncappedTarget": map[string]any{"cpu": "2", "memory": "2Gi"}},
 	}}}
+	return u
+}
+
+// withSpec sets spec.key of a VPA.
+func withSpec(u *unstructured.Unstructured, key string, value any) *unstructured.Unstructured {
+	u.Object["spec"].(map[string]any)[key] = value
 	return u
 }
 
@@ -355,6 +407,34 @@ func TestAdmitFromVerticalPodAutoscaler(t *testing.T) {
 			wantAnnotation: "Initial Resources plugin set: cpu, memory request for container web",
 		},
 		{
+			name:           "a VPA in updateMode Off only recommends: the history",
+			objects:        []runtime.Object{withSpec(autoscalerFor("StatefulSet", "web"), "updatePolicy", map[string]any{"updateMode": "Off"})},
+			mutate:         vpaFirst,
+			podOwner:       [3]string{"apps/v1", "StatefulSet", "web"},
+			containers:     []api.Container{container("web", "nginx:1.25", nil, nil)},
+			want:           []api.ResourceList{quantities("250m", "67108864")},
+			wantAnnotation: "Initial Resources plugin set: cpu, memory request for container web",
+		},
+		{
+			name: "a container's policy mode Off: that container from the history",
+			objects: []runtime.Object{withSpec(autoscalerFor("StatefulSet", "web"), "resourcePolicy", map[string]any{"containerPolicies": []any{
+				map[string]any{"containerName": "web", "mode": "Off"}}})},
+			mutate:         vpaFirst,
+			podOwner:       [3]string{"apps/v1", "StatefulSet", "web"},
+			containers:     []api.Container{container("web", "nginx:1.25", nil, nil)},
+			want:           []api.ResourceList{quantities("250m", "67108864")},
+			wantAnnotation: "Initial Resources plugin set: cpu, memory request for container web",
+		},
+		{
+			name:           "updateMode Auto: applied",
+			objects:        []runtime.Object{withSpec(autoscalerFor("StatefulSet", "web"), "updatePolicy", map[string]any{"updateMode": "Auto"})},
+			mutate:         vpaFirst,
+			podOwner:       [3]string{"apps/v1", "StatefulSet", "web"},
+			containers:     []api.Container{container("web", "nginx:1.25", nil, nil)},
+			want:           []api.ResourceList{quantities("300m", "200Mi")},
+			wantAnnotation: "Initial Resources plugin set: cpu, memory request for container web from VerticalPodAutoscaler web-vpa",
+		},
+		{
 			name:           "no VPA targets the pod's owner: the history",
 			objects:        []runtime.Object{autoscalerFor("Deployment", "other")},
 			mutate:         vpaFirst,
@@ -374,7 +454,7 @@ func TestAdmitFromVerticalPodAutoscaler(t *testing.T) {
 			pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: tc.containers}}
 			yes := true
 			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: tc.podOwner[0], Kind: tc.podOwner[1], Name: tc.podOwner[2], Controller: &yes}}
-			if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
+			if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), podAttributes(pod), nil); err != nil {
 				t.Fatal(err)
 			}
 			for i, want := range tc.want {
@@ -423,37 +503,158 @@ func TestAdmitWithoutTheVPACRD(t *testing.T) {
 	}
 }
 
-// TestFitLimitRanges: with fitLimitRanges, an estimate is raised to the LimitRange's min
-// and lowered to its max and default limit.
-func TestFitLimitRanges(t *testing.T) {
-	p := newTestPlugin(t, historyOf(map[string][2]int{"nginx": {50, 512 << 20}, "busybox": {5000, 1 << 20}}), func(c *admissionv1alpha1.InitialResourcesConfiguration) {
-		c.FitLimitRanges = true
-	})
-	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "limits", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-		{Type: corev1.LimitTypeContainer,
-			Min:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
-			Max:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-			Default: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
-		{Type: corev1.LimitTypePod, Min: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}},
-	}}}
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(lr), 0)
-	p.SetExternalKubeInformerFactory(factory)
-	if err := p.ValidateInitialization(); err != nil {
+// limitRange is a namespace ns LimitRange of items, defaulted as the server stores it (a
+// Container item's max defaults its default limit, which defaults its default request).
+func limitRange(name string, items ...corev1.LimitRangeItem) *corev1.LimitRange {
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: items}}
+	corev1defaults.SetObjectDefaults_LimitRange(lr)
+	return lr
+}
+
+func v1List(pairs ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return l
+}
+
+// upstreamLimitRanger is Kubernetes' own LimitRanger over ranges, which runs after the plugin
+// in the chain: its Admit (defaults) then its Validate.
+func upstreamLimitRanger(t *testing.T, ranges ...*corev1.LimitRange) func(*api.Pod) error {
+	t.Helper()
+	objects := make([]runtime.Object, len(ranges))
+	for i, lr := range ranges {
+		objects[i] = lr
+	}
+	client := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	lr, err := limitranger.NewLimitRanger(&limitranger.DefaultLimitRangerActions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr.SetExternalKubeClientSet(client)
+	lr.SetExternalKubeInformerFactory(factory)
+	if err := lr.ValidateInitialization(); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
-	defer close(stop)
+	t.Cleanup(func() { close(stop) })
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
-	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{
-		container("web", "nginx", nil, nil), container("batch", "busybox", nil, nil)}}}
-	if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []api.ResourceList{quantities("100m", "256Mi"), quantities("2", "1048576")} {
-		if diff := cmp.Diff(want, pod.Spec.Containers[i].Resources.Requests, quantityEqual); diff != "" {
-			t.Errorf("container %d requests (-want +got):\n%s", i, diff)
+	return func(pod *api.Pod) error {
+		attrs := podAttributes(pod)
+		if err := lr.Admit(context.Background(), attrs, nil); err != nil {
+			return err
 		}
+		return lr.Validate(context.Background(), attrs, nil)
+	}
+}
+
+// TestFitLimitRanges: with fitLimitRanges, the requests set keep the pod admissible: each
+// case's pod is one Kubernetes' own LimitRanger admits without the plugin, and must admit
+// with it; the requests set are the estimates moved into what the LimitRanges allow, and
+// never zero.
+func TestFitLimitRanges(t *testing.T) {
+	history := map[string][2]int{"nginx": {50, 512 << 20}, "busybox": {5000, 1 << 20}, "idle": {0, 0}}
+	ctr := corev1.LimitTypeContainer
+	tests := []struct {
+		name       string
+		ranges     []*corev1.LimitRange
+		containers []api.Container
+		want       []api.ResourceList // what the plugin set, before LimitRanger
+	}{
+		{
+			name: "raised to the min, lowered to the max and the default limit",
+			ranges: []*corev1.LimitRange{limitRange("limits",
+				corev1.LimitRangeItem{Type: ctr, Min: v1List("cpu", "100m"), Max: v1List("cpu", "2"), Default: v1List("memory", "256Mi")})},
+			containers: []api.Container{container("web", "nginx", nil, nil), container("batch", "busybox", nil, nil)},
+			want:       []api.ResourceList{quantities("100m", "256Mi"), quantities("2", "1048576")},
+		},
+		{
+			name: "maxLimitRequestRatio: raised to the default limit over the ratio",
+			ranges: []*corev1.LimitRange{limitRange("ratio",
+				corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "1", "memory", "1Gi"), MaxLimitRequestRatio: v1List("cpu", "2", "memory", "4")})},
+			containers: []api.Container{container("web", "nginx", nil, nil), container("batch", "busybox", nil, nil)},
+			want:       []api.ResourceList{quantities("500m", "512Mi"), quantities("1", "256Mi")},
+		},
+		{
+			name: "a ratio that does not divide evenly: rounded up",
+			ranges: []*corev1.LimitRange{limitRange("ratio",
+				corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "1"), MaxLimitRequestRatio: v1List("cpu", "3")})},
+			containers: []api.Container{container("web", "nginx", nil, nil)},
+			want:       []api.ResourceList{quantities("334m", "536870912")},
+		},
+		{
+			name: "an idle image: nothing set, the namespace's default request stays",
+			ranges: []*corev1.LimitRange{limitRange("defaults",
+				corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "500m"), DefaultRequest: v1List("cpu", "100m"), MaxLimitRequestRatio: v1List("cpu", "10")})},
+			containers: []api.Container{container("idle", "idle", nil, nil)},
+			want:       []api.ResourceList{nil},
+		},
+		{
+			name: "several LimitRanges: every default limit counts, an empty window sets nothing",
+			ranges: []*corev1.LimitRange{
+				limitRange("a", corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "1"), MaxLimitRequestRatio: v1List("cpu", "2")}),
+				limitRange("b", corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "400m")})},
+			containers: []api.Container{container("web", "nginx", nil, nil)},
+			want:       []api.ResourceList{quantities("", "536870912")},
+		},
+		{
+			name: "a Pod max the containers' requests together would exceed: that resource not set",
+			ranges: []*corev1.LimitRange{limitRange("pod",
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: v1List("memory", "600Mi")})},
+			containers: []api.Container{container("web", "nginx", nil, nil), container("cache", "busybox", quantities("", "100Mi"), quantities("", "100Mi"))},
+			want:       []api.ResourceList{quantities("50m", ""), quantities("5", "100Mi")},
+		},
+		{
+			name: "a Pod max the requests stay within: set",
+			ranges: []*corev1.LimitRange{limitRange("pod",
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: v1List("memory", "1Gi")})},
+			containers: []api.Container{container("web", "nginx", nil, nil), container("cache", "busybox", quantities("", "100Mi"), quantities("", "100Mi"))},
+			want:       []api.ResourceList{quantities("50m", "536870912"), quantities("5", "100Mi")},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPlugin(t, historyOf(history), func(c *admissionv1alpha1.InitialResourcesConfiguration) { c.FitLimitRanges = true })
+			objects := make([]runtime.Object, len(tc.ranges))
+			for i, lr := range tc.ranges {
+				objects[i] = lr
+			}
+			factory := informers.NewSharedInformerFactory(fake.NewClientset(objects...), 0)
+			p.SetExternalKubeInformerFactory(factory)
+			if err := p.ValidateInitialization(); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			factory.Start(stop)
+			factory.WaitForCacheSync(stop)
+			limitRanger := upstreamLimitRanger(t, tc.ranges...)
+
+			newPod := func() *api.Pod {
+				return &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: slices.Clone(tc.containers)}}
+			}
+			if err := limitRanger(newPod()); err != nil {
+				t.Fatalf("the case is wrong: LimitRanger refuses the pod without the plugin: %v", err)
+			}
+			pod := newPod()
+			for i := range pod.Spec.Containers {
+				pod.Spec.Containers[i].Resources = *pod.Spec.Containers[i].Resources.DeepCopy()
+			}
+			if err := admissiontesting.WithReinvocationTesting(t, p).Admit(context.Background(), podAttributes(pod), nil); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tc.want {
+				if diff := cmp.Diff(want, pod.Spec.Containers[i].Resources.Requests, quantityEqual); diff != "" {
+					t.Errorf("container %d requests (-want +got):\n%s", i, diff)
+				}
+			}
+			if err := limitRanger(pod); err != nil {
+				t.Errorf("LimitRanger refuses the pod the plugin changed, and admits it unchanged: %v", err)
+			}
+		})
 	}
 }
 
@@ -470,5 +671,164 @@ func TestFitLimitRangesBeforeTheyAreListed(t *testing.T) {
 	}
 	if pod.Spec.Containers[0].Resources.Requests != nil || pod.Annotations != nil {
 		t.Errorf("the pod was changed: %v %v", pod.Spec.Containers[0].Resources.Requests, pod.Annotations)
+	}
+}
+
+// TestAdmitReinvokedAfterAWebhook: run again after a webhook added a container, the plugin
+// sets the new container's requests and keeps the record of what its first run set.
+func TestAdmitReinvokedAfterAWebhook(t *testing.T) {
+	p := newTestPlugin(t, historyOf(map[string][2]int{"nginx:1.25": {250, 64 << 20}, "busybox": {10, 1 << 20}}), nil)
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{container("web", "nginx:1.25", nil, nil)}}}
+	attrs := podAttributes(pod)
+	if err := p.Admit(context.Background(), attrs, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A sidecar injector's webhook adds a container; the server runs the plugin again.
+	pod.Spec.Containers = append(pod.Spec.Containers, container("proxy", "busybox", nil, nil))
+	attrs.GetReinvocationContext().SetIsReinvoke()
+	if err := p.Admit(context.Background(), attrs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(quantities("10m", "1048576"), pod.Spec.Containers[1].Resources.Requests, quantityEqual); diff != "" {
+		t.Errorf("the sidecar's requests (-want +got):\n%s", diff)
+	}
+	want := "Initial Resources plugin set: cpu, memory request for container web; cpu, memory request for container proxy"
+	if got := pod.Annotations[Annotation]; got != want {
+		t.Errorf("annotation %q, want %q", got, want)
+	}
+}
+
+// TestAdmitClusterTiersOncePerImage: the histories of any namespace are read once for an
+// image, however many namespaces' pods need them.
+func TestAdmitClusterTiersOncePerImage(t *testing.T) {
+	img, _ := parseImage("nginx:1.25")
+	h := &fakeHistory{samples: map[historyQuery][]float64{
+		{api.ResourceCPU, img.key, true, "", week}:    scaled(250),
+		{api.ResourceMemory, img.key, true, "", week}: scaled(64 << 20),
+	}}
+	p := newTestPlugin(t, h, nil)
+	for _, ns := range []string{"a", "b", "c"} {
+		pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: ns}, Spec: api.PodSpec{Containers: []api.Container{container("web", "nginx:1.25", nil, nil)}}}
+		if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(quantities("250m", "67108864"), pod.Spec.Containers[0].Resources.Requests, quantityEqual); diff != "" {
+			t.Errorf("namespace %s: requests (-want +got):\n%s", ns, diff)
+		}
+	}
+	cluster := 0
+	for _, q := range h.queries() {
+		if q.namespace == "" {
+			cluster++
+		}
+	}
+	// One query per resource: the image anywhere over the short window has enough.
+	if cluster != 2 {
+		t.Errorf("%d queries of any namespace for three namespaces' pods, want 2 (one per resource, once)", cluster)
+	}
+}
+
+// TestComputationTimeoutCountsChunks: a computation may take as long as every range query
+// it may send, a window read in several chunks counting each.
+func TestComputationTimeoutCountsChunks(t *testing.T) {
+	tests := []struct {
+		name                string
+		step                time.Duration
+		namespaceOnly       bool
+		wantNS, wantCluster time.Duration
+	}{
+		// 7 days at 5m is 2,017 points, 30 days 8,641: one query each. Namespace: 2
+		// resources × (week + month); cluster: 2 × (week + month + month); the namespace's
+		// computation may wait for the cluster's.
+		{name: "one chunk a window", step: 5 * time.Minute, wantNS: 4*10*time.Second + 6*10*time.Second, wantCluster: 6 * 10 * time.Second},
+		// At 1m: a week is 10,081 points (one query), a month 43,201 (four).
+		{name: "a month in four chunks", step: time.Minute, wantNS: 2*(1+4)*10*time.Second + 2*(1+4+4)*10*time.Second, wantCluster: 2 * (1 + 4 + 4) * 10 * time.Second},
+		{name: "namespace only: no cluster tiers", step: time.Minute, namespaceOnly: true, wantNS: 2 * (1 + 4 + 4) * 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &admissionv1alpha1.InitialResourcesConfiguration{
+				Sources:       []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourcePrometheus},
+				Prometheus:    &admissionv1alpha1.InitialResourcesPrometheus{URL: "http://prometheus.invalid", Step: &metav1.Duration{Duration: tc.step}},
+				NamespaceOnly: tc.namespaceOnly,
+			}
+			SetDefaults(cfg)
+			p, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.history.timeout != tc.wantNS {
+				t.Errorf("the namespace's computation may take %s, want %s", p.history.timeout, tc.wantNS)
+			}
+			if tc.namespaceOnly != (p.cluster == nil) {
+				t.Fatalf("cluster cache %v with namespaceOnly %t", p.cluster, tc.namespaceOnly)
+			}
+			if p.cluster != nil && p.cluster.timeout != tc.wantCluster {
+				t.Errorf("the cluster's computation may take %s, want %s", p.cluster.timeout, tc.wantCluster)
+			}
+		})
+	}
+}
+
+// TestAdmitFloodOfImages: pods any creator may send (dry runs of distinct, huge or
+// unparsable image strings) keep the plugin within its bounds: nothing kept for what is not
+// an image, the caches within their limits, and with the source stuck, no more goroutines
+// than the caches' queued limits however many images arrive.
+func TestAdmitFloodOfImages(t *testing.T) {
+	tests := []struct {
+		name        string
+		image       func(i int) string
+		stuck       bool
+		wantEntries int // the most entries kept
+		wantShed    bool
+	}{
+		{name: "unparsable images: nothing kept, nothing asked", image: func(i int) string { return fmt.Sprintf("Not An Image %d", i) }},
+		{name: "image strings longer than any reference: nothing kept, nothing asked",
+			image: func(i int) string { return fmt.Sprintf("registry.local/%s:%d", strings.Repeat("a", 2000), i) }},
+		{name: "distinct images, the source stuck: lookups shed, goroutines bounded", image: func(i int) string { return fmt.Sprintf("registry.local/app-%d:1", i) },
+			stuck: true, wantEntries: defaultLimits.queued, wantShed: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := historyOf(nil)
+			if tc.stuck {
+				h.release = make(chan struct{})
+			}
+			p := newTestPlugin(t, h, func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+				c.MissWait = &metav1.Duration{Duration: 0}
+			})
+			shedCounter := lookupsShed.WithLabelValues("Prometheus")
+			shedBefore, _ := testutil.GetCounterMetricValue(shedCounter)
+			goroutines := goruntime.NumGoroutine()
+			for i := range 2000 {
+				pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{container("c", tc.image(i), nil, nil)}}}
+				if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
+					t.Fatal(err)
+				}
+				// Each cache's queued computations are each one goroutine.
+				if extra := goruntime.NumGoroutine() - goroutines; extra > 2*defaultLimits.queued {
+					t.Fatalf("after %d pods, %d goroutines more than before, want at most %d", i+1, extra, 2*defaultLimits.queued)
+				}
+			}
+			entries, bytes, _ := p.history.usage()
+			if entries > tc.wantEntries || bytes > defaultLimits.bytes {
+				t.Errorf("%d entries of %d bytes kept, want at most %d entries", entries, bytes, tc.wantEntries)
+			}
+			if !tc.stuck && len(h.queries()) != 0 {
+				t.Errorf("%d queries for what is no image, want none", len(h.queries()))
+			}
+			shedAfter, _ := testutil.GetCounterMetricValue(shedCounter)
+			if tc.wantShed != (shedAfter > shedBefore) {
+				t.Errorf("lookups_shed_total went from %v to %v; want an increase: %t", shedBefore, shedAfter, tc.wantShed)
+			}
+			if tc.stuck {
+				close(h.release)
+				waitFor(t, "the stuck lookups to finish", func() bool {
+					_, _, a := p.history.usage()
+					_, _, b := p.cluster.usage()
+					return a+b == 0
+				})
+			}
+		})
 	}
 }

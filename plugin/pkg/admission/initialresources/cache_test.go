@@ -3,6 +3,8 @@ package initialresources
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,7 +65,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func newTestCache(t *testing.T) (*cache[string, int32], *gatedCompute, *fakeClock, *atomic.Int32) {
 	g := &gatedCompute{gate: make(chan struct{})}
 	var errs atomic.Int32
-	c := newCache(time.Minute, time.Minute, g.compute, func(string, error) { errs.Add(1) })
+	c := newCache(time.Minute, time.Minute, defaultLimits, func(k string, _ int32) int { return len(k) }, g.compute, func(string, error) { errs.Add(1) })
 	clock := &fakeClock{now: fixedNow}
 	c.now = clock.Now
 	return c, g, clock, &errs
@@ -78,8 +80,8 @@ func TestCacheMissDoesNotWait(t *testing.T) {
 	c, g, _, _ := newTestCache(t)
 	g.value.Store(7)
 	for range 3 {
-		if _, ok := c.get(context.Background(), "nginx", time.Time{}); ok {
-			t.Fatal("a value before any computation finished")
+		if _, state := c.get(context.Background(), "nginx", time.Time{}, nil); state != pending {
+			t.Fatalf("state %v before any computation finished, want pending", state)
 		}
 	}
 	waitFor(t, "the computation to start", func() bool { return g.calls.Load() >= 1 })
@@ -87,7 +89,10 @@ func TestCacheMissDoesNotWait(t *testing.T) {
 		t.Errorf("%d computations for three misses, want 1", n)
 	}
 	close(g.gate)
-	waitFor(t, "the computation to be stored", func() bool { v, ok := c.get(context.Background(), "nginx", time.Time{}); return ok && v == 7 })
+	waitFor(t, "the computation to be stored", func() bool {
+		v, state := c.get(context.Background(), "nginx", time.Time{}, nil)
+		return state == found && v == 7
+	})
 	if n := g.calls.Load(); n != 1 {
 		t.Errorf("%d computations, want 1", n)
 	}
@@ -98,8 +103,8 @@ func TestCacheMissWaitsForAFastSource(t *testing.T) {
 	c, g, _, _ := newTestCache(t)
 	g.value.Store(3)
 	close(g.gate)
-	if v, ok := c.get(context.Background(), "nginx", later()); !ok || v != 3 {
-		t.Errorf("get = %d, %t; want 3, true", v, ok)
+	if v, state := c.get(context.Background(), "nginx", later(), nil); state != found || v != 3 {
+		t.Errorf("get = %d, %v; want 3, found", v, state)
 	}
 }
 
@@ -110,37 +115,43 @@ func TestCacheRefreshesInTheBackground(t *testing.T) {
 	g.value.Store(1)
 	gate := g.gate
 	close(gate)
-	if _, ok := c.get(context.Background(), "nginx", later()); !ok {
+	if _, state := c.get(context.Background(), "nginx", later(), nil); state != found {
 		t.Fatal("no value")
 	}
 	g.gate = make(chan struct{}) // the refresh waits
 	g.value.Store(2)
 	clock.Step(31 * time.Second)
-	if v, ok := c.get(context.Background(), "nginx", time.Time{}); !ok || v != 1 {
-		t.Errorf("during the refresh get = %d, %t; want the old 1", v, ok)
+	if v, state := c.get(context.Background(), "nginx", time.Time{}, nil); state != found || v != 1 {
+		t.Errorf("during the refresh get = %d, %v; want the old 1", v, state)
 	}
 	waitFor(t, "the refresh to start", func() bool { return g.calls.Load() == 2 })
 	close(g.gate)
-	waitFor(t, "the refreshed value", func() bool { v, ok := c.get(context.Background(), "nginx", time.Time{}); return ok && v == 2 })
+	waitFor(t, "the refreshed value", func() bool {
+		v, state := c.get(context.Background(), "nginx", time.Time{}, nil)
+		return state == found && v == 2
+	})
 	if n := g.calls.Load(); n != 2 {
 		t.Errorf("%d computations, want 2", n)
 	}
 }
 
-// TestCacheRemembersFailuresBriefly: a failed computation is reported, gives no value, and
-// is retried after the error TTL, not at every request.
+// TestCacheRemembersFailuresBriefly: a failed computation is reported, gives no value and
+// says so (failed, not pending: nothing is running for the next pod), and is retried after
+// the error TTL, not at every request.
 func TestCacheRemembersFailuresBriefly(t *testing.T) {
 	c, g, clock, errs := newTestCache(t)
 	g.failed.Store(true)
 	close(g.gate)
-	if _, ok := c.get(context.Background(), "nginx", later()); ok {
-		t.Error("a value from a failed computation")
+	if _, state := c.get(context.Background(), "nginx", later(), nil); state != failed {
+		t.Errorf("state %v after a failed computation, want failed", state)
 	}
 	if errs.Load() != 1 {
 		t.Errorf("%d errors reported, want 1", errs.Load())
 	}
 	for range 5 {
-		c.get(context.Background(), "nginx", later())
+		if _, state := c.get(context.Background(), "nginx", later(), nil); state != failed {
+			t.Errorf("a remembered failure answered %v, want failed", state)
+		}
 	}
 	if n := g.calls.Load(); n != 1 {
 		t.Errorf("%d computations within the error TTL, want 1", n)
@@ -148,25 +159,97 @@ func TestCacheRemembersFailuresBriefly(t *testing.T) {
 	g.failed.Store(false)
 	g.value.Store(9)
 	clock.Step(c.errorTTL)
-	if v, ok := c.get(context.Background(), "nginx", later()); !ok || v != 9 {
-		t.Errorf("after the error TTL get = %d, %t; want 9, true", v, ok)
+	if v, state := c.get(context.Background(), "nginx", later(), nil); state != found || v != 9 {
+		t.Errorf("after the error TTL get = %d, %v; want 9, found", v, state)
 	}
 }
 
-// TestCacheIsBounded: past maxCacheEntries, the entry that expires first makes room.
-func TestCacheIsBounded(t *testing.T) {
+// TestCacheBounds: whatever keys arrive, the cache holds no more entries nor bytes than
+// its limits, runs no more computations at once than its running limit, starts no more
+// than its queued limit (the rest are shed, and tried again by a later request), and never
+// keeps what admit refuses.
+func TestCacheBounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		limits  cacheLimits
+		keys    func(i int) string
+		admit   func(string) bool
+		n       int
+		stuck   bool // the computations never finish during the flood
+		wantMax int  // the most entries kept
+	}{
+		{name: "entries", limits: cacheLimits{entries: 50, bytes: 1 << 20, running: 2, queued: 8},
+			keys: func(i int) string { return fmt.Sprintf("img-%d", i) }, n: 500, wantMax: 50},
+		{name: "bytes: long keys", limits: cacheLimits{entries: 1000, bytes: 64 << 10, running: 2, queued: 8},
+			keys: func(i int) string { return fmt.Sprintf("%d-%s", i, strings.Repeat("x", 4000)) }, n: 500, wantMax: (64 << 10) / (entryOverhead + 4000)},
+		{name: "a key larger than the cache is never kept", limits: cacheLimits{entries: 1000, bytes: 4096, running: 2, queued: 8},
+			keys: func(i int) string { return strings.Repeat("y", 5000+i) }, n: 50, wantMax: 0},
+		{name: "refused by admit: nothing kept nor computed", limits: cacheLimits{entries: 1000, bytes: 1 << 20, running: 2, queued: 8},
+			keys: func(i int) string { return fmt.Sprintf("Not An Image %d", i) }, admit: func(string) bool { return false }, n: 500, wantMax: 0},
+		{name: "computations stuck: in flight bounded, the rest shed", limits: cacheLimits{entries: 1000, bytes: 1 << 20, running: 2, queued: 8},
+			keys: func(i int) string { return fmt.Sprintf("img-%d", i) }, n: 500, stuck: true, wantMax: 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var running, most atomic.Int32
+			gate := make(chan struct{})
+			if !tc.stuck {
+				close(gate)
+			}
+			compute := func(ctx context.Context, _ string) (int32, error) {
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+				return 1, nil
+			}
+			c := newCache(time.Minute, time.Minute, tc.limits, func(k string, _ int32) int { return len(k) }, compute, func(string, error) {})
+			shedSeen := false
+			for i := range tc.n {
+				deadline := later()
+				if tc.stuck {
+					deadline = time.Time{} // no wait: the computations never finish
+				}
+				_, state := c.get(context.Background(), tc.keys(i), deadline, tc.admit)
+				shedSeen = shedSeen || state == shed
+				entries, bytes, inflight := c.usage()
+				if entries > tc.limits.entries || bytes > tc.limits.bytes || inflight > tc.limits.queued || int(most.Load()) > tc.limits.running {
+					t.Fatalf("after %d keys: %d entries, %d bytes, %d in flight, %d running at once; limits %+v",
+						i+1, entries, bytes, inflight, most.Load(), tc.limits)
+				}
+			}
+			if entries, _, _ := c.usage(); entries > tc.wantMax {
+				t.Errorf("%d entries kept, want at most %d", entries, tc.wantMax)
+			}
+			if tc.stuck {
+				if !shedSeen {
+					t.Error("no lookup was shed while the computations were stuck")
+				}
+				close(gate)
+				waitFor(t, "the stuck computations to finish", func() bool { _, _, inflight := c.usage(); return inflight == 0 })
+				if _, state := c.get(context.Background(), "img-fresh", later(), nil); state != found {
+					t.Errorf("after the flood a new key answered %v, want found", state)
+				}
+			}
+		})
+	}
+}
+
+// TestCacheExpiredEntriesGo: once expired, entries are dropped as new ones arrive, so the
+// cache shrinks back after a flood.
+func TestCacheExpiredEntriesGo(t *testing.T) {
 	c, g, clock, _ := newTestCache(t)
 	close(g.gate)
-	for i := range maxCacheEntries + 10 {
-		c.get(context.Background(), string(rune('a'+i%26))+time.Duration(i).String(), later())
-		if i == 0 {
-			clock.Step(time.Second) // the first entry expires first
-		}
+	for i := range 100 {
+		c.get(context.Background(), fmt.Sprintf("img-%d", i), later(), nil)
 	}
-	c.mu.Lock()
-	n := len(c.entries)
-	c.mu.Unlock()
-	if n > maxCacheEntries {
-		t.Errorf("%d entries, want at most %d", n, maxCacheEntries)
+	clock.Step(2 * time.Minute)
+	c.get(context.Background(), "after", later(), nil)
+	if entries, _, _ := c.usage(); entries != 1 {
+		t.Errorf("%d entries after the TTL, want only the new one", entries)
 	}
 }

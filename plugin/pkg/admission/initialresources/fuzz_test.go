@@ -2,8 +2,21 @@ package initialresources
 
 import (
 	"bytes"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
+	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
 
 // Seeds are the tests' inputs; crashers Go finds are kept under testdata/fuzz/<target>.
@@ -34,14 +47,172 @@ func FuzzLoadConfiguration(f *testing.F) {
 			}
 			return
 		}
-		if errs := Validate(cfg); len(errs) > 0 {
-			t.Fatalf("loaded, yet invalid: %v", errs.ToAggregate())
+		if err := loadedConfigurationHolds(cfg); err != nil {
+			t.Fatalf("loaded, yet %v", err)
 		}
 		if cfg.Prometheus != nil && (cfg.Prometheus.CAFile != "" || cfg.Prometheus.BearerTokenFile != "") {
 			return // the files are read by New
 		}
 		if _, err := New(cfg); err != nil {
 			t.Errorf("New refused a valid configuration: %v", err)
+		}
+	})
+}
+
+// loadedConfigurationHolds checks, independently of Validate, what every loaded
+// configuration must be for the plugin to work: every setting present (defaulted), within
+// the ranges the documentation states, and each name Prometheus will be sent one it accepts.
+func loadedConfigurationHolds(cfg *admissionv1alpha1.InitialResourcesConfiguration) error {
+	if len(cfg.Sources) == 0 || cfg.Percentile == nil || cfg.SamplesThreshold == nil || cfg.ShortWindow == nil ||
+		cfg.LongWindow == nil || cfg.CacheTTL == nil || cfg.MissWait == nil || cfg.VerticalPodAutoscaler == nil {
+		return fmt.Errorf("a setting is not defaulted: %+v", cfg)
+	}
+	seen := map[admissionv1alpha1.InitialResourcesSourceName]bool{}
+	for _, s := range cfg.Sources {
+		if seen[s] || (s != "Prometheus" && s != "VerticalPodAutoscaler") || (s == "Prometheus" && cfg.Prometheus == nil) {
+			return fmt.Errorf("sources %v", cfg.Sources)
+		}
+		seen[s] = true
+	}
+	switch {
+	case *cfg.Percentile < 1 || *cfg.Percentile > 100:
+		return fmt.Errorf("percentile %d", *cfg.Percentile)
+	case *cfg.SamplesThreshold < 1:
+		return fmt.Errorf("samplesThreshold %d", *cfg.SamplesThreshold)
+	case cfg.ShortWindow.Duration <= 0 || cfg.LongWindow.Duration < cfg.ShortWindow.Duration:
+		return fmt.Errorf("windows %s, %s", cfg.ShortWindow.Duration, cfg.LongWindow.Duration)
+	case cfg.CacheTTL.Duration <= 0:
+		return fmt.Errorf("cacheTTL %s", cfg.CacheTTL.Duration)
+	case cfg.MissWait.Duration < 0 || cfg.MissWait.Duration > 5*time.Second:
+		return fmt.Errorf("missWait %s", cfg.MissWait.Duration)
+	case cfg.VerticalPodAutoscaler.Recommendation != "target" && cfg.VerticalPodAutoscaler.Recommendation != "uncappedTarget":
+		return fmt.Errorf("recommendation %q", cfg.VerticalPodAutoscaler.Recommendation)
+	}
+	p := cfg.Prometheus
+	if p == nil {
+		return nil
+	}
+	if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("prometheus.url %q", p.URL)
+	}
+	if p.Timeout == nil || p.Step == nil || p.CPURateWindow == nil || p.MaxPointsPerSeries == nil {
+		return fmt.Errorf("a prometheus setting is not defaulted: %+v", p)
+	}
+	switch {
+	case p.Timeout.Duration <= 0 || p.CPURateWindow.Duration <= 0:
+		return fmt.Errorf("prometheus timeout %s, cpuRateWindow %s", p.Timeout.Duration, p.CPURateWindow.Duration)
+	case p.Step.Duration <= 0 || p.Step.Duration > cfg.ShortWindow.Duration:
+		return fmt.Errorf("prometheus.step %s", p.Step.Duration)
+	case *p.MaxPointsPerSeries < 1 || *p.MaxPointsPerSeries > 11000:
+		return fmt.Errorf("prometheus.maxPointsPerSeries %d", *p.MaxPointsPerSeries)
+	}
+	for _, name := range []string{p.CPUMetric, p.MemoryMetric, p.ImageLabel, p.NamespaceLabel, p.ContainerLabel} {
+		if !promName(name) {
+			return fmt.Errorf("%q is no Prometheus name", name)
+		}
+	}
+	for _, label := range []string{p.ImageLabel, p.NamespaceLabel, p.ContainerLabel} {
+		if strings.Contains(label, ":") {
+			return fmt.Errorf("label %q has a colon", label)
+		}
+	}
+	for _, file := range []string{p.CAFile, p.BearerTokenFile} {
+		if file != "" && !strings.HasPrefix(file, "/") {
+			return fmt.Errorf("file %q is not absolute", file)
+		}
+	}
+	return nil
+}
+
+// promName: ASCII letters, digits, '_' and ':', not starting with a digit.
+func promName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		ok := r < unicode.MaxASCII && (unicode.IsLetter(r) || r == '_' || r == ':' || (i > 0 && unicode.IsDigit(r)))
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzFitLimitRanges: with fitLimitRanges, whatever the namespace's LimitRange and the
+// estimate, Kubernetes' own LimitRanger (its defaulting then its validation, run here
+// after the plugin as in the chain) admits the pod the plugin changed whenever it admits
+// the pod unchanged; and no request set is zero.
+func FuzzFitLimitRanges(f *testing.F) {
+	// milli-units (millicores); 0 leaves a field out. The pod: one container estimated,
+	// one ("other") that sets a request and limit.
+	for _, seed := range [][9]int64{
+		{0, 0, 0, 0, 0, 0, 0, 0, 250},        // no LimitRange item
+		{100, 2000, 0, 0, 0, 0, 0, 0, 50},    // min, max
+		{0, 0, 1000, 0, 2000, 0, 0, 0, 50},   // default limit, ratio
+		{0, 0, 1000, 0, 3000, 0, 0, 0, 50},   // a ratio that does not divide
+		{0, 0, 500, 100, 10000, 0, 0, 0, 0},  // an idle image, a default request
+		{0, 0, 0, 0, 0, 600, 100, 100, 512},  // a Pod max
+		{2000, 0, 1000, 0, 0, 0, 0, 0, 5000}, // min above the default limit
+		{0, 4000, 3000, 2000, 1500, 9000, 500, 700, 7},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7], seed[8])
+	}
+	f.Fuzz(func(t *testing.T, minimum, maximum, def, defRequest, ratio, podMax, otherRequest, otherLimit, estimate int64) {
+		clamp := func(v int64) int64 { return min(max(v, 0), 1<<40) }
+		q := func(m int64) resource.Quantity { return *resource.NewMilliQuantity(clamp(m), resource.DecimalSI) }
+		list := func(m int64) corev1.ResourceList {
+			if clamp(m) == 0 {
+				return nil
+			}
+			return corev1.ResourceList{corev1.ResourceCPU: q(m)}
+		}
+		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypeContainer, Min: list(minimum), Max: list(maximum), Default: list(def), DefaultRequest: list(defRequest), MaxLimitRequestRatio: list(ratio)},
+			{Type: corev1.LimitTypePod, Max: list(podMax)},
+		}}}
+		corev1defaults.SetObjectDefaults_LimitRange(lr)
+		newPod := func() *api.Pod {
+			other := api.Container{Name: "other", Image: "busybox"}
+			if clamp(otherRequest) > 0 && clamp(otherLimit) >= clamp(otherRequest) {
+				other.Resources.Requests = api.ResourceList{api.ResourceCPU: q(otherRequest)}
+				other.Resources.Limits = api.ResourceList{api.ResourceCPU: q(otherLimit)}
+			}
+			return &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"},
+				Spec: api.PodSpec{Containers: []api.Container{{Name: "web", Image: "nginx"}, other}}}
+		}
+		limitRanger := func(pod *api.Pod) error {
+			if err := limitranger.PodMutateLimitFunc(lr, pod); err != nil {
+				return err
+			}
+			if err := limitranger.PodValidateLimitFunc(lr, pod); err != nil {
+				return err
+			}
+			// The pod's own validation: a request at most its limit.
+			for _, c := range pod.Spec.Containers {
+				if r, ok := c.Resources.Requests[api.ResourceCPU]; ok {
+					if l, ok := c.Resources.Limits[api.ResourceCPU]; ok && r.Cmp(l) > 0 {
+						return fmt.Errorf("container %s: request %s above limit %s", c.Name, r.String(), l.String())
+					}
+				}
+			}
+			return nil
+		}
+		if limitRanger(newPod()) != nil {
+			return // refused without the plugin: nothing to keep
+		}
+		w := newLimitWindows([]*corev1.LimitRange{lr})
+		pod := newPod()
+		n := needsOf(pod)[0]
+		s := apply(n, "Prometheus", w, func(res api.ResourceName) (resource.Quantity, bool) {
+			return q(estimate), res == api.ResourceCPU
+		})
+		w.keepPodMax(pod, []set{s})
+		if r, ok := pod.Spec.Containers[0].Resources.Requests[api.ResourceCPU]; ok && r.Sign() <= 0 {
+			t.Fatalf("a request of %s was set", r.String())
+		}
+		set := pod.Spec.Containers[0].Resources.Requests[api.ResourceCPU]
+		if err := limitRanger(pod); err != nil {
+			t.Fatalf("LimitRanger admits the pod unchanged, and refuses it with the request %s set from %dm: %v", set.String(), estimate, err)
 		}
 	})
 }

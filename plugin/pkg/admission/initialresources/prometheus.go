@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,8 +24,14 @@ import (
 )
 
 // maxResponseBytes bounds what one query may return: a history that large is a
-// misconfigured selector, not data to sort in the API server.
+// misconfigured selector, not data to sort in the API server. The answer is decoded as it
+// is read, so this bounds the work, not the memory.
 const maxResponseBytes = 256 << 20
+
+// maxSamples bounds the samples one history keeps (8 bytes each: 4 MiB): past it, a
+// uniform random sample of that many stands for them (reservoir sampling), whose
+// percentile is the history's within a small fraction of a percentile.
+const maxSamples = 1 << 19
 
 // prometheus reads cAdvisor's container metrics from a Prometheus server's HTTP API
 // (/api/v1/query_range): the rate of the CPU counter in millicores, the memory gauge in bytes.
@@ -32,6 +40,8 @@ type prometheus struct {
 	base   *url.URL
 	client *http.Client
 	now    func() time.Time
+	// maxSamples is maxSamples but in tests.
+	maxSamples int
 }
 
 var _ usageHistory = &prometheus{}
@@ -60,7 +70,8 @@ func newPrometheus(cfg *admissionv1alpha1.InitialResourcesPrometheus) (*promethe
 			return nil, fmt.Errorf("prometheus.bearerTokenFile: %w", err)
 		}
 	}
-	return &prometheus{cfg: cfg, base: base, client: &http.Client{Transport: transport, Timeout: cfg.Timeout.Duration}, now: time.Now}, nil
+	return &prometheus{cfg: cfg, base: base, client: &http.Client{Transport: transport, Timeout: cfg.Timeout.Duration}, now: time.Now,
+		maxSamples: maxSamples}, nil
 }
 
 // query is the PromQL expression whose samples are resource's usage.
@@ -96,6 +107,13 @@ func (p *prometheus) query(resource api.ResourceName, img image, exact bool, nam
 	return p.cfg.MemoryMetric + series
 }
 
+// chunks is how many range queries read window at cfg's step and points per series.
+func chunks(cfg *admissionv1alpha1.InitialResourcesPrometheus, window time.Duration) int {
+	points := int64(window/cfg.Step.Duration) + 1
+	per := int64(*cfg.MaxPointsPerSeries)
+	return int((points + per - 1) / per)
+}
+
 // Samples reads the window in as many range queries as the points-per-series limit needs.
 func (p *prometheus) Samples(ctx context.Context, resource api.ResourceName, img image, exact bool, namespace string, window time.Duration) ([]float64, error) {
 	if resource != api.ResourceCPU && resource != api.ResourceMemory {
@@ -112,27 +130,52 @@ func (p *prometheus) Samples(ctx context.Context, resource api.ResourceName, img
 	if resource == api.ResourceCPU {
 		scale = 1000 // cores to millicores
 	}
-	var samples []float64
+	kept := newReservoir(p.maxSamples)
 	for from := start; !from.After(end); from = from.Add(chunk + step) {
 		to := from.Add(chunk)
 		if to.After(end) {
 			to = end
 		}
-		values, err := p.queryRange(ctx, q, from, to, step)
+		err := p.queryRange(ctx, q, from, to, step, func(v float64) {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 {
+				kept.add(v * scale)
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range values {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 {
-				samples = append(samples, v*scale)
-			}
-		}
 	}
-	return samples, nil
+	return kept.samples, nil
 }
 
-// queryRange runs one range query and returns every value of every series.
-func (p *prometheus) queryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]float64, error) {
+// reservoir keeps at most max of the values added to it: all of them while they fit, then
+// a uniform random sample of them (Vitter's algorithm R), from a fixed seed so that the
+// same history gives the same estimate.
+type reservoir struct {
+	samples []float64
+	seen    int
+	max     int
+	rnd     *rand.Rand
+}
+
+func newReservoir(max int) *reservoir {
+	return &reservoir{max: max, rnd: rand.New(rand.NewPCG(1, 2))}
+}
+
+func (r *reservoir) add(v float64) {
+	r.seen++
+	if len(r.samples) < r.max {
+		r.samples = append(r.samples, v)
+		return
+	}
+	if j := r.rnd.IntN(r.seen); j < r.max {
+		r.samples[j] = v
+	}
+}
+
+// queryRange runs one range query and passes every value of every series to add, decoding
+// the answer as it is read: what is held is the decoder's buffer, not the answer.
+func (p *prometheus) queryRange(ctx context.Context, query string, start, end time.Time, step time.Duration, add func(float64)) error {
 	form := url.Values{
 		"query": {query},
 		"start": {strconv.FormatInt(start.Unix(), 10)},
@@ -142,64 +185,201 @@ func (p *prometheus) queryRange(ctx context.Context, query string, start, end ti
 	u := p.base.JoinPath("api", "v1", "query_range")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if p.cfg.BearerTokenFile != "" {
 		// Read at each query: projected tokens are rotated on disk.
 		token, err := os.ReadFile(p.cfg.BearerTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("prometheus.bearerTokenFile: %w", err)
+			return fmt.Errorf("prometheus.bearerTokenFile: %w", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("querying Prometheus at %s: %w", p.cfg.URL, err)
+		return fmt.Errorf("querying Prometheus at %s: %w", p.cfg.URL, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	body := &cappedReader{r: resp.Body, left: maxResponseBytes}
+	answer, err := decodeRange(json.NewDecoder(body), add)
+	if body.over {
+		return fmt.Errorf("Prometheus at %s answered more than %d MiB for %s", p.cfg.URL, maxResponseBytes>>20, query)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading Prometheus's answer from %s: %w", p.cfg.URL, err)
+		return fmt.Errorf("Prometheus at %s answered HTTP %d, not its API's JSON: %w", p.cfg.URL, resp.StatusCode, err)
 	}
-	if len(body) > maxResponseBytes {
-		return nil, fmt.Errorf("Prometheus at %s answered more than %d MiB for %s", p.cfg.URL, maxResponseBytes>>20, query)
+	if answer.status != "success" {
+		return fmt.Errorf("Prometheus at %s refused %s: HTTP %d, %s: %s", p.cfg.URL, query, resp.StatusCode, answer.errorType, answer.error)
 	}
-	var answer struct {
-		Status    string `json:"status"`
-		ErrorType string `json:"errorType"`
-		Error     string `json:"error"`
-		Data      struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Values [][2]json.RawMessage `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
+	if answer.resultType != "matrix" {
+		return fmt.Errorf("Prometheus at %s answered a %q for a range query", p.cfg.URL, answer.resultType)
 	}
-	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, fmt.Errorf("Prometheus at %s answered HTTP %d, not its API's JSON: %w", p.cfg.URL, resp.StatusCode, err)
+	return answer.valueErr
+}
+
+// cappedReader reads at most left bytes, then fails, noting it.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *cappedReader) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		c.over = true
+		return 0, errors.New("answer too large")
 	}
-	if answer.Status != "success" {
-		return nil, fmt.Errorf("Prometheus at %s refused %s: HTTP %d, %s: %s", p.cfg.URL, query, resp.StatusCode, answer.ErrorType, answer.Error)
+	if int64(len(b)) > c.left {
+		b = b[:c.left]
 	}
-	if answer.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("Prometheus at %s answered a %q for a range query", p.cfg.URL, answer.Data.ResultType)
+	n, err := c.r.Read(b)
+	c.left -= int64(n)
+	return n, err
+}
+
+// rangeAnswer is what decodeRange keeps of the API's answer besides the values.
+type rangeAnswer struct {
+	status, errorType, error, resultType string
+	// valueErr is the first value that is not a number, if any.
+	valueErr error
+}
+
+// decodeRange reads a query_range answer token by token
+// ({"status":…,"data":{"resultType":"matrix","result":[{"metric":{…},"values":[[t,"v"],…]}]}}),
+// passing each value to add; the members are accepted in any order, unknown ones skipped.
+func decodeRange(dec *json.Decoder, add func(float64)) (rangeAnswer, error) {
+	var a rangeAnswer
+	err := decodeObject(dec, func(key string) error {
+		switch key {
+		case "status":
+			return decodeString(dec, &a.status)
+		case "errorType":
+			return decodeString(dec, &a.errorType)
+		case "error":
+			return decodeString(dec, &a.error)
+		case "data":
+			return decodeObject(dec, func(key string) error {
+				switch key {
+				case "resultType":
+					return decodeString(dec, &a.resultType)
+				case "result":
+					return decodeArray(dec, func() error {
+						return decodeObject(dec, func(key string) error {
+							if key != "values" {
+								return skipValue(dec)
+							}
+							return decodeArray(dec, func() error { return decodePoint(dec, add, &a.valueErr) })
+						})
+					})
+				}
+				return skipValue(dec)
+			})
+		}
+		return skipValue(dec)
+	})
+	return a, err
+}
+
+// decodePoint reads one [timestamp, "value"] pair.
+func decodePoint(dec *json.Decoder, add func(float64), valueErr *error) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
 	}
-	var values []float64
-	for _, series := range answer.Data.Result {
-		for _, point := range series.Values {
-			var s string
-			if err := json.Unmarshal(point[1], &s); err != nil {
-				return nil, fmt.Errorf("Prometheus at %s: a sample value: %w", p.cfg.URL, err)
-			}
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return nil, fmt.Errorf("Prometheus at %s: a sample value %q: %w", p.cfg.URL, s, err)
-			}
-			values = append(values, v)
+	if _, err := dec.Token(); err != nil { // the timestamp
+		return err
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	s, isString := tok.(string)
+	v, perr := strconv.ParseFloat(s, 64)
+	switch {
+	case !isString && *valueErr == nil:
+		*valueErr = fmt.Errorf("a sample value %v is not a string", tok)
+	case isString && perr != nil && *valueErr == nil:
+		*valueErr = fmt.Errorf("a sample value %q: %w", s, perr)
+	case isString && perr == nil:
+		add(v)
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("expected %q, found %v", want, tok)
+	}
+	return nil
+}
+
+// decodeObject reads an object, calling member for each key with the decoder at its value.
+func decodeObject(dec *json.Decoder, member func(key string) error) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := member(key); err != nil {
+			return err
 		}
 	}
-	return values, nil
+	return expectDelim(dec, '}')
+}
+
+// decodeArray reads an array, calling element with the decoder at each element.
+func decodeArray(dec *json.Decoder, element func() error) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	for dec.More() {
+		if err := element(); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+func decodeString(dec *json.Decoder, into *string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return fmt.Errorf("expected a string, found %v", tok)
+	}
+	*into = s
+	return nil
+}
+
+// skipValue reads past one value, however nested, holding none of it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // promDuration writes d as PromQL does: whole seconds or a coarser unit.

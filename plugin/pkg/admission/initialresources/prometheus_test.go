@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,5 +255,104 @@ func TestPrometheusTLSAndToken(t *testing.T) {
 	if _, err := newPrometheus(prometheusConfig(server.URL, func(c *admissionv1alpha1.InitialResourcesPrometheus) { c.BearerTokenFile = filepath.Join(dir, "none") })); err == nil ||
 		!strings.Contains(err.Error(), "prometheus.bearerTokenFile") {
 		t.Errorf("a missing token file: %v, want an error naming prometheus.bearerTokenFile", err)
+	}
+}
+
+// TestPrometheusDecoding: the answer is decoded as it is read, whatever the order of its
+// members, skipping what the plugin does not read; values that are not numbers and answers
+// that are not a matrix are errors.
+func TestPrometheusDecoding(t *testing.T) {
+	img, _ := parseImage("nginx")
+	tests := []struct {
+		name    string
+		body    string
+		want    []float64
+		wantErr string
+	}{
+		{name: "members in any order, unknown ones skipped",
+			body: `{"data":{"result":[{"values":[[1,"1"],[2,"2.5"]],"metric":{"image":"nginx","deep":[{"a":[1,{"b":null}]}]}},` +
+				`{"metric":{},"values":[[3,"3"]],"histograms":[[1,{"count":"1"}]]}],"resultType":"matrix"},"warnings":["w"],"status":"success"}`,
+			want: []float64{1, 2.5, 3}},
+		{name: "NaN, infinities and negatives are left out", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"NaN"],[2,"+Inf"],[3,"-1"],[4,"4"]]}]}}`,
+			want: []float64{4}},
+		{name: "no series", body: `{"status":"success","data":{"resultType":"matrix","result":[]}}`},
+		{name: "a value that is not a number", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"x"]]}]}}`, wantErr: `"x"`},
+		{name: "a value that is not a string", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,2]]}]}}`, wantErr: "not a string"},
+		{name: "a vector", body: `{"status":"success","data":{"resultType":"vector","result":[{"value":[1,"1"]}]}}`, wantErr: `"vector"`},
+		{name: "truncated", body: `{"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,"1"]`, wantErr: "not its API's JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(tc.body)) }))
+			defer server.Close()
+			p, err := newPrometheus(prometheusConfig(server.URL, func(c *admissionv1alpha1.InitialResourcesPrometheus) {
+				c.Step = &metav1.Duration{Duration: 24 * time.Hour} // one query for the week
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Samples(context.Background(), api.ResourceMemory, img, true, "", week)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("samples %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPrometheusKeepsABoundedSample: a history of more samples than the plugin keeps is a
+// uniform sample of them, of the bound's size, whose percentile is the history's within a
+// percentile.
+func TestPrometheusKeepsABoundedSample(t *testing.T) {
+	const series, keep = 40, 1000
+	// Every series has 2,017 points (a week at 5m): values 0..80,679 over all of them.
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[`)
+		points := int(week/(5*time.Minute)) + 1
+		for s := range series {
+			if s > 0 {
+				fmt.Fprint(w, ",")
+			}
+			fmt.Fprint(w, `{"metric":{},"values":[`)
+			for i := range points {
+				if i > 0 {
+					fmt.Fprint(w, ",")
+				}
+				fmt.Fprintf(w, `[%d,"%d"]`, i, s*points+i)
+			}
+			fmt.Fprint(w, `]}`)
+		}
+		fmt.Fprint(w, `]}}`)
+	}))
+	defer server.Close()
+	p, err := newPrometheus(prometheusConfig(server.URL, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.maxSamples = keep
+	img, _ := parseImage("nginx")
+	samples, err := p.Samples(context.Background(), api.ResourceMemory, img, true, "", week)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != keep {
+		t.Fatalf("%d samples kept, want %d", len(samples), keep)
+	}
+	total := series * (int(week/(5*time.Minute)) + 1)
+	got, want := percentile(samples, 90), int64(0.9*float64(total))
+	if diff := got - want; diff < -int64(total)/100 || diff > int64(total)/100 {
+		t.Errorf("90th percentile of the sample %d, of the history %d: more than a percentile apart", got, want)
 	}
 }

@@ -48,6 +48,42 @@ type autoscaler struct {
 	// requests are the recommendation's chosen field (target or uncappedTarget) per
 	// container name.
 	requests map[string]api.ResourceList
+	// offContainers are the containers whose resource policy says mode: Off; defaultOff
+	// is the policy of the others ("*").
+	offContainers map[string]bool
+	defaultOff    bool
+}
+
+// off reports whether the VPA's resource policy leaves container alone (mode: Off), as
+// the VPA's own admission controller does.
+func (a *autoscaler) off(container string) bool {
+	if off, ok := a.offContainers[container]; ok {
+		return off
+	}
+	return a.defaultOff
+}
+
+// autoscalersSize and ownerSize are what the caches count their entries as.
+func autoscalersSize(namespace string, list []autoscaler) int {
+	n := len(namespace)
+	for _, a := range list {
+		n += 64 + len(a.name) + len(a.target.group) + len(a.target.kind) + len(a.target.name)
+		for c := range a.requests {
+			n += 128 + len(c)
+		}
+		for c := range a.offContainers {
+			n += 16 + len(c)
+		}
+	}
+	return n
+}
+
+func ownerSize(ref objectRef, owner *objectRef) int {
+	n := len(ref.namespace) + len(ref.group) + len(ref.kind) + len(ref.name)
+	if owner != nil {
+		n += 64 + len(owner.namespace) + len(owner.group) + len(owner.kind) + len(owner.name)
+	}
+	return n
 }
 
 // vpaSource finds the VerticalPodAutoscaler that targets a pod's owner and reads its
@@ -78,8 +114,13 @@ func (v *vpaSource) listAutoscalers(ctx context.Context, namespace string) ([]au
 	return out, nil
 }
 
-// parse reads a VPA's target and recommendation; false when it has neither.
+// parse reads a VPA's target and recommendation; false when it has neither, or when its
+// updateMode is Off: such a VPA only recommends, and the VPA's own admission controller
+// leaves its pods alone.
 func (v *vpaSource) parse(u *unstructured.Unstructured) (autoscaler, bool) {
+	if mode, _, _ := unstructured.NestedString(u.Object, "spec", "updatePolicy", "updateMode"); mode == "Off" {
+		return autoscaler{}, false
+	}
 	apiVersion, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "apiVersion")
 	kind, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "kind")
 	name, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "name")
@@ -105,6 +146,23 @@ func (v *vpaSource) parse(u *unstructured.Unstructured) (autoscaler, bool) {
 		if container != "" && len(list) > 0 {
 			a.requests[container] = list
 		}
+	}
+	policies, _, _ := unstructured.NestedSlice(u.Object, "spec", "resourcePolicy", "containerPolicies")
+	for _, p := range policies {
+		policy, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		container, _, _ := unstructured.NestedString(policy, "containerName")
+		mode, _, _ := unstructured.NestedString(policy, "mode")
+		if container == "*" {
+			a.defaultOff = mode == "Off"
+			continue
+		}
+		if a.offContainers == nil {
+			a.offContainers = map[string]bool{}
+		}
+		a.offContainers[container] = mode == "Off"
 	}
 	return a, len(a.requests) > 0
 }
@@ -142,26 +200,26 @@ func controllerRef(namespace string, refs []metav1.OwnerReference) *objectRef {
 // maxOwnerDepth bounds the walk up a pod's controllers (pod → ReplicaSet → Deployment is 2).
 const maxOwnerDepth = 4
 
-// lookup returns the VPA targeting the pod's controller chain, if any, and whether the
-// lookups finished before deadline.
-func (v *vpaSource) lookup(ctx context.Context, deadline time.Time, pod *api.Pod) (*autoscaler, bool) {
+// lookup returns the VPA targeting the pod's controller chain, if any, and how its lookups
+// ended (found when they finished before deadline, whatever they found).
+func (v *vpaSource) lookup(ctx context.Context, deadline time.Time, pod *api.Pod) (*autoscaler, lookup) {
 	ref := controllerRef(pod.Namespace, pod.OwnerReferences)
 	if ref == nil {
-		return nil, true // a pod of no controller: no VPA targets it
+		return nil, found // a pod of no controller: no VPA targets it
 	}
-	all, ok := v.autoscalers.get(ctx, pod.Namespace, deadline)
-	if !ok || len(all) == 0 {
-		return nil, ok
+	all, state := v.autoscalers.get(ctx, pod.Namespace, deadline, nil)
+	if state != found || len(all) == 0 {
+		return nil, state
 	}
 	for depth := 0; ref != nil && depth < maxOwnerDepth; depth++ {
 		for i := range all {
 			if all[i].target == *ref {
-				return &all[i], true
+				return &all[i], found
 			}
 		}
-		if ref, ok = v.owners.get(ctx, *ref, deadline); !ok {
-			return nil, false
+		if ref, state = v.owners.get(ctx, *ref, deadline, nil); state != found {
+			return nil, state
 		}
 	}
-	return nil, true
+	return nil, found
 }

@@ -74,11 +74,17 @@ type Plugin struct {
 	// zoneKeys and regionKeys are the label keys written, paired by index.
 	zoneKeys, regionKeys []string
 
-	// nodes is the Nodes resolver, when configured; its indexer comes with the informers.
-	nodes        *nodes
-	nodesSynced  func() bool
-	nodesErr     error
-	readyTimeout time.Duration
+	// nodes is the Nodes resolver, when configured; its indexers come with the informers.
+	nodes *nodes
+	// nodeIndex is the Nodes by label and zones counts them by zone and region, with the
+	// Nodes resolver or nodeAffinity Add: a requirement on a standard key is added only when
+	// a Node carries it.
+	nodeIndex      cache.Indexer
+	zones          *zoneCounts
+	nodesSynced    func() bool
+	csiNodesSynced func() bool
+	informerErr    error
+	readyTimeout   time.Duration
 }
 
 var (
@@ -133,29 +139,73 @@ func New(cfg *admissionv1alpha1.PersistentVolumeLabelConfiguration) (*Plugin, er
 	return p, nil
 }
 
-// SetExternalKubeInformerFactory receives the informers: the Nodes resolver indexes the
-// Nodes by label.
+// wantsNodes reports whether the plugin reads the Nodes: the Nodes resolver does, and
+// adding node affinity does (a requirement no Node carries is not added).
+func (p *Plugin) wantsNodes() bool {
+	return p.nodes != nil || p.cfg.NodeAffinity == admissionv1alpha1.PersistentVolumeLabelNodeAffinityAdd
+}
+
+// SetExternalKubeInformerFactory receives the informers: the Nodes indexed by label, and,
+// for the Nodes resolver, the CSINodes by the topology keys their drivers registered.
 func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
-	if p.nodes == nil {
+	if !p.wantsNodes() {
 		return
 	}
 	informer := f.Core().V1().Nodes().Informer()
 	if err := informer.AddIndexers(cache.Indexers{nodeLabelIndex: indexNodeLabels}); err != nil {
-		p.nodesErr = err
+		p.informerErr = fmt.Errorf("indexing the Nodes: %w", err)
 		return
 	}
-	p.nodes.indexer, p.nodesSynced = informer.GetIndexer(), informer.HasSynced
+	p.zones = &zoneCounts{counts: map[string]int{}}
+	registration, err := informer.AddEventHandler(p.zones.handler())
+	if err != nil {
+		p.informerErr = fmt.Errorf("counting the Nodes: %w", err)
+		return
+	}
+	// Listed: the informer has the Nodes, and the counts have had every one of them.
+	p.nodeIndex = informer.GetIndexer()
+	p.nodesSynced = func() bool { return informer.HasSynced() && registration.HasSynced() }
+	if p.nodes == nil {
+		return
+	}
+	csiInformer := f.Storage().V1().CSINodes().Informer()
+	if err := csiInformer.AddIndexers(cache.Indexers{csiTopologyKeyIndex: indexCSITopologyKeys}); err != nil {
+		p.informerErr = fmt.Errorf("indexing the CSINodes: %w", err)
+		return
+	}
+	p.nodes.indexer, p.nodes.csiNodes, p.csiNodesSynced = p.nodeIndex, csiInformer.GetIndexer(), csiInformer.HasSynced
 }
 
-// ValidateInitialization checks the Nodes resolver got its Nodes.
+// ValidateInitialization checks the plugin got the informers it reads.
 func (p *Plugin) ValidateInitialization() error {
-	if p.nodesErr != nil {
-		return fmt.Errorf("%s: indexing the Nodes: %w", PluginName, p.nodesErr)
+	if p.informerErr != nil {
+		return fmt.Errorf("%s: %w", PluginName, p.informerErr)
 	}
-	if p.nodes != nil && p.nodes.indexer == nil {
+	if p.wantsNodes() && p.nodeIndex == nil {
 		return fmt.Errorf("%s: missing Node informer", PluginName)
 	}
+	if p.nodes != nil && p.nodes.csiNodes == nil {
+		return fmt.Errorf("%s: missing CSINode informer", PluginName)
+	}
 	return nil
+}
+
+// nodesResolverSynced reports whether the Nodes resolver has both its lists.
+func (p *Plugin) nodesResolverSynced() bool {
+	return p.nodesSynced() && p.csiNodesSynced()
+}
+
+func notReady(a admission.Attributes, what string) error {
+	return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request: %s", what))
+}
+
+// count records an outcome once per request: not again when a webhook's change makes the
+// server run the plugin a second time. Dry runs count: they are admitted as any request.
+func count(a admission.Attributes, outcome string, by admissionv1alpha1.PersistentVolumeLabelResolverName) {
+	if rc := a.GetReinvocationContext(); rc != nil && rc.IsReinvoke() {
+		return
+	}
+	volumesAdmitted.WithLabelValues(outcome, string(by)).Inc()
 }
 
 // Admit labels a new PersistentVolume with its zone and region and adds node affinity for
@@ -172,6 +222,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	zoneKeys, regionKeys := p.zoneKeys, p.regionKeys
 	var zones []string
 	var zoneValue, region string
+	outcome, by := outcomeTrusted, admissionv1alpha1.PersistentVolumeLabelResolverName("")
 	if trustedZone, trustedRegion, key, trusted := provisionedLabels(pv); trusted {
 		set, err := volumehelpers.LabelZonesToSet(trustedZone)
 		if err != nil {
@@ -179,10 +230,11 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		}
 		zones, zoneValue, region = set.List(), trustedZone, trustedRegion
 		zoneKeys, regionKeys = []string{key.zone}, []string{key.region}
-		volumesAdmitted.WithLabelValues(outcomeTrusted, "").Inc()
 	} else {
-		if p.nodes != nil && !readiness.Wait(ctx, p.nodesSynced, p.readyTimeout) {
-			return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request: the Nodes are not listed yet"))
+		// Only a volume whose affinity the Nodes resolver could read waits for its lists: an
+		// NFS or host-path volume without affinity has nothing to wait for.
+		if p.nodes != nil && mayRead(pv) && !readiness.Wait(ctx, p.nodesResolverSynced, p.readyTimeout) {
+			return notReady(a, "the Nodes and CSINodes are not listed yet")
 		}
 		var regionOfZones func(sets.Set[string]) string
 		if p.nodes != nil {
@@ -198,21 +250,29 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		if len(zones) == 0 {
 			source, id := inTreeZonalSource(pv)
 			if source != "" && p.cfg.Unresolved == admissionv1alpha1.PersistentVolumeLabelUnresolvedRefuse {
-				volumesAdmitted.WithLabelValues(outcomeRefused, "").Inc()
+				count(a, outcomeRefused, "")
 				return admission.NewForbidden(a, fmt.Errorf("%s: no zone found for %s volume %s by the resolvers %v", PluginName, source, id, p.cfg.Resolvers))
 			}
-			volumesAdmitted.WithLabelValues(outcomeUnresolved, "").Inc()
+			count(a, outcomeUnresolved, "")
 			return nil
 		}
-		volumesAdmitted.WithLabelValues(outcomeLabelled, string(found.by)).Inc()
+		outcome, by = outcomeLabelled, found.by
 	}
-	p.label(pv, zoneKeys, regionKeys, zoneValue, zones, region)
+	reqs := p.label(pv, zoneKeys, regionKeys, zoneValue, zones, region)
+	if len(reqs) > 0 && !affinityHasKeyOf(pv, reqs) {
+		if !readiness.Wait(ctx, p.nodesSynced, p.readyTimeout) {
+			return notReady(a, "the Nodes are not listed yet")
+		}
+		p.addRequirements(pv, reqs)
+	}
+	count(a, outcome, by)
 	return nil
 }
 
 // label writes the labels (the zone label's value is zoneValue: a provisioner's is kept as
-// written) and, by the node-affinity policy, the requirements.
-func (p *Plugin) label(pv *api.PersistentVolume, zoneKeys, regionKeys []string, zoneValue string, zones []string, region string) {
+// written) and returns the requirements to add by the node-affinity policy: none for an
+// empty region (no region) or with nodeAffinity None.
+func (p *Plugin) label(pv *api.PersistentVolume, zoneKeys, regionKeys []string, zoneValue string, zones []string, region string) []api.NodeSelectorRequirement {
 	if pv.Labels == nil {
 		pv.Labels = map[string]string{}
 	}
@@ -226,15 +286,29 @@ func (p *Plugin) label(pv *api.PersistentVolume, zoneKeys, regionKeys []string, 
 		}
 	}
 	if p.cfg.NodeAffinity == admissionv1alpha1.PersistentVolumeLabelNodeAffinityNone {
-		return
+		return nil
 	}
-	addRequirements(pv, reqs)
+	return reqs
 }
 
-// addRequirements is upstream's rule: every requirement goes into every term, unless any of
-// their keys already appears in any term (then none is added: the PV's own affinity says
-// where it is); a PV without a term gets one.
-func addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement) {
+// addRequirements is upstream's rule, with the Nodes asked: every requirement some Node
+// carries (a Node labelled key=value for one of its values) goes into every term, unless
+// any of the requirements' keys already appears in any term (then none is added: the PV's
+// own affinity says where it is); a PV without a term gets one when there is a requirement
+// to add. A requirement no Node carries is left out: it would keep the volume's pods from
+// every Node, and a PV's affinity cannot be changed later (its labels can).
+func (p *Plugin) addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement) {
+	var held []api.NodeSelectorRequirement
+	for _, req := range reqs {
+		if p.zones.carried(req.Key, req.Values) {
+			held = append(held, req)
+		} else {
+			klog.V(2).InfoS("PersistentVolumeLabel: no Node carries the requirement; not added", "pv", pv.Name, "key", req.Key, "values", req.Values)
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
 	if pv.Spec.NodeAffinity == nil {
 		pv.Spec.NodeAffinity = &api.VolumeNodeAffinity{}
 	}
@@ -246,6 +320,18 @@ func addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequiremen
 		terms = make([]api.NodeSelectorTerm, 1)
 		pv.Spec.NodeAffinity.Required.NodeSelectorTerms = terms
 	}
+	for i := range terms {
+		for _, req := range held {
+			// Each term its own copy of the values.
+			req.Values = append([]string(nil), req.Values...)
+			terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
+		}
+	}
+}
+
+// affinityHasKeyOf reports whether any term of pv's node affinity has a key of reqs: then
+// none of them is added.
+func affinityHasKeyOf(pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement) bool {
 	conflict := false
 	forEachRequirement(pv, func(existing *api.NodeSelectorRequirement) {
 		for _, req := range reqs {
@@ -254,15 +340,8 @@ func addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequiremen
 	})
 	if conflict {
 		klog.V(4).InfoS("PersistentVolumeLabel: the PV's node affinity already has a topology key; none added", "pv", pv.Name)
-		return
 	}
-	for i := range terms {
-		for _, req := range reqs {
-			// Each term its own copy of the values.
-			req.Values = append([]string(nil), req.Values...)
-			terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
-		}
-	}
+	return conflict
 }
 
 type keyPair struct{ zone, region string }

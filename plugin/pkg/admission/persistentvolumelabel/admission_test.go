@@ -4,16 +4,20 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	metricstestutil "k8s.io/component-base/metrics/testutil"
 	persistentvolume "k8s.io/component-helpers/storage/volume"
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
@@ -26,8 +30,8 @@ const (
 )
 
 // newPlugin builds the plugin from a configuration's YAML body (the kind's header added),
-// with nodes in its informer.
-func newPlugin(t testing.TB, config string, nodes ...*corev1.Node) *Plugin {
+// with objects (Nodes, CSINodes) in its informers.
+func newPlugin(t testing.TB, config string, objects ...runtime.Object) *Plugin {
 	t.Helper()
 	cfg, err := LoadConfiguration(strings.NewReader("apiVersion: admission.portcullis.io/v1alpha1\nkind: PersistentVolumeLabelConfiguration\n" + config))
 	if err != nil {
@@ -36,10 +40,6 @@ func newPlugin(t testing.TB, config string, nodes ...*corev1.Node) *Plugin {
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	objects := make([]runtime.Object, len(nodes))
-	for i, n := range nodes {
-		objects[i] = n
 	}
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(objects...), 0)
 	p.SetExternalKubeInformerFactory(factory)
@@ -50,11 +50,33 @@ func newPlugin(t testing.TB, config string, nodes ...*corev1.Node) *Plugin {
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	if p.nodesSynced != nil {
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return p.nodesSynced(), nil
+		}); err != nil {
+			t.Fatalf("the Nodes were never counted: %v", err)
+		}
+	}
 	return p
 }
 
 func node(name string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// csiNode is the CSINode a driver's node plugin registers on node, with its topology keys.
+func csiNode(node, driver string, topologyKeys ...string) *storagev1.CSINode {
+	return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: driver, NodeID: node, TopologyKeys: topologyKeys}}}}
+}
+
+// cloudNode is a Node in zone and region (none when ""), labelled with the GA and beta keys.
+func cloudNode(zone, region string) *corev1.Node {
+	labels := map[string]string{gaZone: zone, betaZone: zone, corev1.LabelHostname: "node-" + zone}
+	if region != "" {
+		labels[gaRegion], labels[betaRegion] = region, region
+	}
+	return node("node-"+zone, labels)
 }
 
 func createAttributes(pv *api.PersistentVolume) admission.Attributes {
@@ -118,13 +140,25 @@ func cinder(id string) api.PersistentVolumeSource {
 
 var hostPath = api.PersistentVolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/data"}}
 
-// The cluster's Nodes the Nodes resolver reads: two zones of one region, a host-path CSI
-// driver's topology key on each, an unzoned node.
-var clusterNodes = []*corev1.Node{
-	node("node-a1", map[string]string{gaZone: "zone-a", gaRegion: "region-1", "topology.hostpath.csi/node": "node-a1", "kubernetes.io/os": "linux", "rack": "r1"}),
-	node("node-a2", map[string]string{gaZone: "zone-a", gaRegion: "region-1", "topology.hostpath.csi/node": "node-a2", "kubernetes.io/os": "linux", "rack": "r1"}),
-	node("node-b1", map[string]string{betaZone: "zone-b", betaRegion: "region-1", "topology.hostpath.csi/node": "node-b1", "kubernetes.io/os": "linux", "rack": "r2"}),
-	node("edge-1", map[string]string{"topology.hostpath.csi/node": "edge-1"}),
+// The cluster's Nodes and CSINodes: two zones of one region (GA labels on zone-a's Nodes,
+// beta only on zone-b's), a host-path CSI driver's topology key on each (registered in its
+// CSINode), a pool label (rack) and the OS label, an unzoned node; an Azure node of a
+// non-zonal region (the Azure Disk driver's zone key empty, a fault domain as the zone);
+// and a Node in each zone the cloud volumes of the tests are in.
+var clusterObjects = []runtime.Object{
+	node("node-a1", map[string]string{gaZone: "zone-a", gaRegion: "region-1", corev1.LabelHostname: "node-a1", "topology.hostpath.csi/node": "node-a1", "kubernetes.io/os": "linux", "rack": "r1"}),
+	node("node-a2", map[string]string{gaZone: "zone-a", gaRegion: "region-1", corev1.LabelHostname: "node-a2", "topology.hostpath.csi/node": "node-a2", "kubernetes.io/os": "linux", "rack": "r1"}),
+	node("node-b1", map[string]string{betaZone: "zone-b", betaRegion: "region-1", corev1.LabelHostname: "node-b1", "topology.hostpath.csi/node": "node-b1", "kubernetes.io/os": "linux", "rack": "r2"}),
+	node("edge-1", map[string]string{corev1.LabelHostname: "edge-1", "topology.hostpath.csi/node": "edge-1"}),
+	node("azure-fd0", map[string]string{gaZone: "0", gaRegion: "westeurope", corev1.LabelHostname: "azure-fd0", "topology.disk.csi.azure.com/zone": ""}),
+	csiNode("node-a1", "hostpath.csi.k8s.io", "topology.hostpath.csi/node"),
+	csiNode("node-a2", "hostpath.csi.k8s.io", "topology.hostpath.csi/node"),
+	csiNode("node-b1", "hostpath.csi.k8s.io", "topology.hostpath.csi/node"),
+	csiNode("edge-1", "hostpath.csi.k8s.io", "topology.hostpath.csi/node"),
+	csiNode("azure-fd0", "disk.csi.azure.com", "topology.disk.csi.azure.com/zone"),
+	cloudNode("us-east-1a", "us-east-1"), cloudNode("us-central1-a", "us-central1"), cloudNode("eu-west-1b", "eu-west-1"),
+	cloudNode("europe-west4-c", "europe-west4"), cloudNode("westeurope-1", ""), cloudNode("z1", "r1"), cloudNode("z2", "r"),
+	cloudNode("az-2", "RegionOne"), cloudNode("east-a", "east"), cloudNode("existingDomain", "existingRegion"), cloudNode("zone-c", ""),
 }
 
 func TestAdmit(t *testing.T) {
@@ -198,9 +232,9 @@ func TestAdmit(t *testing.T) {
 		{name: "any driver: topology.kubernetes.io/zone in its affinity; the key there, so no requirement added",
 			pv:   newPV(csi("example.csi.io", "h"), withTerms(term(in(gaZone, "zone-x")))),
 			want: newPV(csi("example.csi.io", "h"), withLabels(gaZone, "zone-x"), withTerms(term(in(gaZone, "zone-x"))))},
-		{name: "GCE PD CSI with a handle the library refuses: the GA key still read",
+		{name: "GCE PD CSI with a handle the library refuses: the GA key still read (the region of the Nodes in that zone)",
 			pv: newPV(csi("pd.csi.storage.gke.io", "bad"), withTerms(term(in("topology.gke.io/zone", "us-central1-a"), in(gaZone, "us-central1-a")))),
-			want: newPV(csi("pd.csi.storage.gke.io", "bad"), withLabels(gaZone, "us-central1-a"),
+			want: newPV(csi("pd.csi.storage.gke.io", "bad"), withLabels(gaZone, "us-central1-a", gaRegion, "us-central1"),
 				withTerms(term(in("topology.gke.io/zone", "us-central1-a"), in(gaZone, "us-central1-a"))))},
 
 		// Nodes.
@@ -213,21 +247,57 @@ func TestAdmit(t *testing.T) {
 			want: newPV(csi("hostpath.csi.k8s.io", "h"), withLabels(gaZone, "zone-a__zone-b", gaRegion, "region-1"),
 				withTerms(term(in("topology.hostpath.csi/node", "node-a1"), in(gaZone, "zone-a", "zone-b"), in(gaRegion, "region-1")),
 					term(in("topology.hostpath.csi/node", "node-b1"), in(gaZone, "zone-a", "zone-b"), in(gaRegion, "region-1"))))},
-		{name: "Nodes: a value selecting several nodes of one zone",
-			pv:   newPV(hostPath, withTerms(term(in("rack", "r1")))),
-			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-1"), withTerms(term(in("rack", "r1"), in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
+		{name: "Nodes: a local volume's host name gives the node's zone and region",
+			pv:   newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a2")))),
+			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-1"), withTerms(term(in(corev1.LabelHostname, "node-a2"), in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
+		{name: "Nodes: host names of several nodes of one zone",
+			pv:   newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1", "node-a2")))),
+			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-1"), withTerms(term(in(corev1.LabelHostname, "node-a1", "node-a2"), in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
+		{name: "Nodes: a pool label is not read, though its Nodes are in one zone today",
+			pv: newPV(hostPath, withTerms(term(in("rack", "r1"))))},
+		{name: "Nodes: kubernetes.io/os is not read; the term's host name is",
+			pv: newPV(hostPath, withTerms(term(in("kubernetes.io/os", "linux"), in(corev1.LabelHostname, "node-a1")))),
+			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-1"),
+				withTerms(term(in("kubernetes.io/os", "linux"), in(corev1.LabelHostname, "node-a1"), in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
 		{name: "Nodes: a requirement across zones does not determine one; the term's other does",
-			pv: newPV(hostPath, withTerms(term(in("kubernetes.io/os", "linux"), in("rack", "r2")))),
-			want: newPV(hostPath, withLabels(gaZone, "zone-b", gaRegion, "region-1"),
-				withTerms(term(in("kubernetes.io/os", "linux"), in("rack", "r2"), in(gaZone, "zone-b"), in(gaRegion, "region-1"))))},
+			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1", "node-b1"), in("topology.hostpath.csi/node", "node-a1")))),
+			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-1"),
+				withTerms(term(in(corev1.LabelHostname, "node-a1", "node-b1"), in("topology.hostpath.csi/node", "node-a1"), in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
 		{name: "Nodes: a term nothing determines leaves the volume unresolved",
-			pv: newPV(hostPath, withTerms(term(in("rack", "r1")), term(in("kubernetes.io/os", "linux"))))},
+			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")), term(in("rack", "r1"))))},
 		{name: "Nodes: a node without a zone determines nothing",
 			pv: newPV(hostPath, withTerms(term(in("topology.hostpath.csi/node", "edge-1"))))},
 		{name: "Nodes: no node selected",
 			pv: newPV(hostPath, withTerms(term(in("topology.hostpath.csi/node", "node-z9"))))},
 		{name: "Nodes: terms whose requirements disagree determine nothing",
-			pv: newPV(hostPath, withTerms(term(in("rack", "r1"), in("rack", "r2"))))},
+			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1"), in(corev1.LabelHostname, "node-b1"))))},
+		{name: "Nodes: a key no CSINode registers is not read",
+			pv: newPV(csi("other.csi.io", "h"), withTerms(term(in("topology.other.csi.io/node", "node-a1"))))},
+
+		// An empty value is never a zone.
+		{name: "Azure Disk CSI non-zonal: zone key In [\"\"] is no zone, and its Nodes' fault domain none either",
+			pv: newPV(csi("disk.csi.azure.com", "/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/disks/d"), withTerms(term(in("topology.disk.csi.azure.com/zone", ""))))},
+		{name: "an empty zone among others is dropped",
+			pv:   newPV(csi("example.csi.io", "h"), withTerms(term(in(gaZone, "", "zone-a")))),
+			want: newPV(csi("example.csi.io", "h"), withLabels(gaZone, "zone-a", gaRegion, "region-1"), withTerms(term(in(gaZone, "", "zone-a"))))},
+		{name: "a provisioner's empty region is no region: no requirement for it",
+			pv:   newPV(hostPath, withLabels(gaZone, "z1", gaRegion, ""), provisioned),
+			want: newPV(hostPath, withLabels(gaZone, "z1", gaRegion, ""), provisioned, withTerms(term(in(gaZone, "z1"))))},
+
+		// A requirement on a standard key only when a Node carries it.
+		{name: "a zone no Node is in: labelled, no requirement",
+			pv:   newPV(ebs("aws://ap-south-1a/vol-0123456789abcdef0")),
+			want: newPV(ebs("aws://ap-south-1a/vol-0123456789abcdef0"), withLabels(gaZone, "ap-south-1a", gaRegion, "ap-south-1"))},
+		{name: "beta keys the Nodes do not carry: labelled, no requirement", config: "labelKeys: Beta\n",
+			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")))),
+			// node-b1 carries the beta region: that requirement is added.
+			want: newPV(hostPath, withLabels(betaZone, "zone-a", betaRegion, "region-1"), withTerms(term(in(corev1.LabelHostname, "node-a1"), in(betaRegion, "region-1"))))},
+		{name: "a region the Nodes do not carry: the zone's requirement only",
+			pv:   newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-9"), provisioned),
+			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-9"), provisioned, withTerms(term(in(gaZone, "zone-a"))))},
+		{name: "a regional volume: one zone carried is enough, every zone kept",
+			pv:   newPV(hostPath, withLabels(gaZone, "zone-a__zone-q", gaRegion, "region-1"), provisioned),
+			want: newPV(hostPath, withLabels(gaZone, "zone-a__zone-q", gaRegion, "region-1"), provisioned, withTerms(term(in(gaZone, "zone-a", "zone-q"), in(gaRegion, "region-1"))))},
 
 		// VolumeID.
 		{name: "VolumeID: AWS EBS aws://<zone>/vol-…",
@@ -240,10 +310,10 @@ func TestAdmit(t *testing.T) {
 		{name: "VolumeID: GCE PD CSI handle without affinity",
 			pv:   newPV(csi("pd.csi.storage.gke.io", "projects/p/zones/europe-west4-c/disks/d")),
 			want: newPV(csi("pd.csi.storage.gke.io", "projects/p/zones/europe-west4-c/disks/d"), withLabels(gaZone, "europe-west4-c", gaRegion, "europe-west4"), withTerms(term(in(gaZone, "europe-west4-c"), in(gaRegion, "europe-west4"))))},
-		{name: "VolumeID: a regional handle gives a region only; a zone from the nodes completes it",
+		{name: "VolumeID: a regional handle gives a region only; a zone from the nodes completes it (no Node carries that region)",
 			config: "resolvers: [VolumeID, Nodes]\n",
-			pv:     newPV(csi("pd.csi.storage.gke.io", "projects/p/regions/region-9/disks/d"), withTerms(term(in("rack", "r2")))),
-			want:   newPV(csi("pd.csi.storage.gke.io", "projects/p/regions/region-9/disks/d"), withLabels(gaZone, "zone-b", gaRegion, "region-9"), withTerms(term(in("rack", "r2"), in(gaZone, "zone-b"), in(gaRegion, "region-9"))))},
+			pv:     newPV(csi("pd.csi.storage.gke.io", "projects/p/regions/region-9/disks/d"), withTerms(term(in(corev1.LabelHostname, "node-a1")))),
+			want:   newPV(csi("pd.csi.storage.gke.io", "projects/p/regions/region-9/disks/d"), withLabels(gaZone, "zone-a", gaRegion, "region-9"), withTerms(term(in(corev1.LabelHostname, "node-a1"), in(gaZone, "zone-a"))))},
 		{name: "VolumeID: an UNSPECIFIED zone is none", config: "unresolved: Refuse\n",
 			pv: newPV(gcePD("projects/p/zones/UNSPECIFIED/disks/d")), wantRefusal: "no zone found"},
 
@@ -272,9 +342,9 @@ func TestAdmit(t *testing.T) {
 				withTerms(term(in("topology.disk.csi.azure.com/zone", "zone-a"), in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
 		{name: "a later resolver's region for other zones is not taken",
 			config: "resolvers: [CSITopology, Nodes]\n",
-			pv:     newPV(csi("disk.csi.azure.com", "h"), withTerms(term(in("topology.disk.csi.azure.com/zone", "zone-c"), in("rack", "r1")))),
+			pv:     newPV(csi("disk.csi.azure.com", "h"), withTerms(term(in("topology.disk.csi.azure.com/zone", "zone-c"), in(corev1.LabelHostname, "node-a1")))),
 			want: newPV(csi("disk.csi.azure.com", "h"), withLabels(gaZone, "zone-c"),
-				withTerms(term(in("topology.disk.csi.azure.com/zone", "zone-c"), in("rack", "r1"), in(gaZone, "zone-c"))))},
+				withTerms(term(in("topology.disk.csi.azure.com/zone", "zone-c"), in(corev1.LabelHostname, "node-a1"), in(gaZone, "zone-c"))))},
 		{name: "beta keys", config: "labelKeys: Beta\n",
 			pv:   newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0")),
 			want: newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0"), withLabels(betaZone, "us-east-1a", betaRegion, "us-east-1"), withTerms(term(in(betaZone, "us-east-1a"), in(betaRegion, "us-east-1"))))},
@@ -296,7 +366,7 @@ func TestAdmit(t *testing.T) {
 			pv: newPV(csi("example.csi.io", "h"), withTerms(term(in(gaZone, strings.Repeat("z", 64)))))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPlugin(t, tc.config, clusterNodes...)
+			p := newPlugin(t, tc.config, clusterObjects...)
 			pv := tc.pv.DeepCopy()
 			err := admissiontesting.WithReinvocationTesting(t, admission.NewChainHandler(p)).Admit(context.Background(), createAttributes(pv), nil)
 			if tc.wantRefusal != "" {
@@ -320,7 +390,7 @@ func TestAdmit(t *testing.T) {
 }
 
 func TestAdmitIgnores(t *testing.T) {
-	p := newPlugin(t, "unresolved: Refuse\n", clusterNodes...)
+	p := newPlugin(t, "unresolved: Refuse\n", clusterObjects...)
 	pvResource := api.Resource("persistentvolumes").WithVersion("v1")
 	unresolvable := newPV(gcePD("123"))
 	for _, tc := range []struct {
@@ -335,7 +405,7 @@ func TestAdmitIgnores(t *testing.T) {
 			pvResource, "", admission.Create, &metav1.CreateOptions{}, false, nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := p.Admit(context.Background(), tc.attrs, nil); err != nil {
+			if err := admissiontesting.WithReinvocationTesting(t, admission.NewChainHandler(p)).Admit(context.Background(), tc.attrs, nil); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -345,18 +415,96 @@ func TestAdmitIgnores(t *testing.T) {
 	}
 }
 
-func TestNotReadyRefuses(t *testing.T) {
-	p := newPlugin(t, "")
-	p.nodesSynced = func() bool { return false }
-	p.readyTimeout = 0
-	err := p.Admit(context.Background(), createAttributes(newPV(hostPath)), nil)
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not yet ready") {
-		t.Fatalf("got %v, want a 403 saying the plugin is not ready", err)
+// TestNotReady: until the informers have listed the Nodes (and, for the Nodes resolver, the
+// CSINodes), only a volume the plugin would read them for waits, and is refused past the
+// wait; every other volume is admitted as if they were listed.
+func TestNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		pv           *api.PersistentVolume
+		// nodesListed: the Node informer has synced (the CSINode informer never has).
+		nodesListed bool
+		// want is the PV admitted; nil: unchanged. wantRefusal: a 403 saying so.
+		want        *api.PersistentVolume
+		wantRefusal string
+	}{
+		{name: "a host-path volume without affinity", pv: newPV(hostPath)},
+		{name: "an NFS volume without affinity", pv: newPV(api.PersistentVolumeSource{NFS: &api.NFSVolumeSource{Server: "nfs", Path: "/export"}})},
+		{name: "a volume whose affinity has only the standard keys, none added",
+			pv:   newPV(csi("example.csi.io", "h"), withTerms(term(in(gaZone, "zone-x")))),
+			want: newPV(csi("example.csi.io", "h"), withLabels(gaZone, "zone-x"), withTerms(term(in(gaZone, "zone-x"))))},
+		{name: "a volume the Nodes resolver could read waits", pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")))),
+			wantRefusal: "not yet ready to handle request: the Nodes and CSINodes are not listed yet"},
+		{name: "the Nodes listed but not the CSINodes: still waits", nodesListed: true,
+			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")))), wantRefusal: "the Nodes and CSINodes are not listed yet"},
+		{name: "a volume located, whose requirements need the Nodes", pv: newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0")),
+			wantRefusal: "not yet ready to handle request: the Nodes are not listed yet"},
+		{name: "without the Nodes resolver, a host-name affinity does not wait", config: "resolvers: [CSITopology]\n",
+			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1"))))},
+		{name: "nodeAffinity None: a located volume does not wait", config: "resolvers: [VolumeID]\nnodeAffinity: None\n",
+			pv:   newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0")),
+			want: newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0"), withLabels(gaZone, "us-east-1a", gaRegion, "us-east-1"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(t, tc.config, clusterObjects...)
+			p.nodesSynced = func() bool { return tc.nodesListed }
+			p.csiNodesSynced = func() bool { return false }
+			p.readyTimeout = 0
+			pv := tc.pv.DeepCopy()
+			err := admissiontesting.WithReinvocationTesting(t, admission.NewChainHandler(p)).Admit(context.Background(), createAttributes(pv), nil)
+			if tc.wantRefusal != "" {
+				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.wantRefusal) {
+					t.Fatalf("got %v, want a 403 saying %q", err, tc.wantRefusal)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == nil {
+				want = tc.pv
+			}
+			if diff := cmp.Diff(want, pv); diff != "" {
+				t.Errorf("admitted PV (-want +got):\n%s", diff)
+			}
+		})
 	}
-	// Without the Nodes resolver nothing waits.
-	p = newPlugin(t, "resolvers: [CSITopology]\n")
-	if err := p.Admit(context.Background(), createAttributes(newPV(hostPath)), nil); err != nil {
+}
+
+// TestMetricOncePerRequest: the server's second run of the plugin, after a webhook changed
+// the volume, does not count the volume again.
+func TestMetricOncePerRequest(t *testing.T) {
+	p := newPlugin(t, "", clusterObjects...)
+	// value is the count of every outcome by every resolver: a second pass may find the zones
+	// by another resolver (CSITopology reads the first pass's requirements).
+	value := func() float64 {
+		total := 0.0
+		for _, outcome := range []string{outcomeLabelled, outcomeTrusted, outcomeUnresolved, outcomeRefused} {
+			for _, by := range append(resolverNames, "") {
+				v, err := metricstestutil.GetCounterMetricValue(volumesAdmitted.WithLabelValues(outcome, string(by)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				total += v
+			}
+		}
+		return total
+	}
+	before := value()
+	a := createAttributes(newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0")))
+	if err := p.Admit(context.Background(), a, nil); err != nil {
 		t.Fatal(err)
+	}
+	if got := value(); got != before+1 {
+		t.Fatalf("after the first run the counter went from %v to %v, want one more", before, got)
+	}
+	a.GetReinvocationContext().SetIsReinvoke()
+	if err := p.Admit(context.Background(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(); got != before+1 {
+		t.Errorf("after the reinvocation the counter is %v, want %v: a volume counted twice", got, before+1)
 	}
 }
 
@@ -371,5 +519,13 @@ func TestValidateInitialization(t *testing.T) {
 	}
 	if err := p.ValidateInitialization(); err == nil || !strings.Contains(err.Error(), "missing Node informer") {
 		t.Errorf("got %v, want the missing informer named", err)
+	}
+	// With neither the Nodes resolver nor node affinity to add, the plugin reads no Nodes.
+	cfg.Resolvers, cfg.NodeAffinity = cfg.Resolvers[:1], "None"
+	if p, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ValidateInitialization(); err != nil {
+		t.Errorf("without the Nodes: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
@@ -17,16 +18,18 @@ import (
 // operation includes its copy of the PV, which the plugin changes).
 func BenchmarkAdmit(b *testing.B) {
 	ctx := context.Background()
-	nodes := make([]*corev1.Node, 1000)
-	for i := range nodes {
+	objects := make([]runtime.Object, 0, 1001)
+	for i := range 1000 {
 		name := fmt.Sprintf("node-%04d", i)
-		nodes[i] = node(name, map[string]string{
+		objects = append(objects, node(name, map[string]string{
 			gaZone: fmt.Sprintf("zone-%d", i%3), gaRegion: "region-1", corev1.LabelHostname: name,
 			"topology.hostpath.csi/node": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 			"node.kubernetes.io/instance-type": "m5.large",
-		})
+		}))
 	}
-	p := newPlugin(b, "", nodes...)
+	// The host-path driver's key, registered (one CSINode is enough for the index).
+	objects = append(objects, csiNode("node-0500", "hostpath.csi.k8s.io", "topology.hostpath.csi/node"))
+	p := newPlugin(b, "", objects...)
 	b.Run("ignored-a-pod", func(b *testing.B) {
 		a := admission.NewAttributesRecord(&api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}, nil,
 			api.Kind("Pod").WithVersion("v1"), "ns", "web", api.Resource("pods").WithVersion("v1"), "", admission.Create, nil, false, nil)

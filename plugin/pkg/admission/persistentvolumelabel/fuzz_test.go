@@ -3,10 +3,13 @@ package persistentvolumelabel
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
@@ -42,16 +45,20 @@ func FuzzLoadConfiguration(f *testing.F) {
 }
 
 // FuzzAdmit admits PVs whose identifiers, driver and affinity come from the fuzzer through
-// every resolver: the plugin admits or refuses (403), never panics, and writes only label
-// values the server accepts.
+// every resolver: the plugin admits or refuses (403), never panics; the zone and region it
+// writes are label values naming a place (no empty zone, no empty region), and each
+// requirement it adds names values of which some Node of the cluster carries one. The
+// properties are checked by the functions below, which share nothing with the plugin.
 func FuzzAdmit(f *testing.F) {
 	f.Add("pd.csi.storage.gke.io", "projects/p/zones/us-central1-a/disks/d", "topology.gke.io/zone", "us-central1-a", "aws://us-east-1a/vol-0123456789abcdef0")
 	f.Add("ebs.csi.aws.com", "aws://eu-west-1b/vol-01234567", "topology.ebs.csi.aws.com/zone", "eu-west-1b", "aws:///")
 	f.Add("csi.vsphere.vmware.com", "h", "topology.csi.vmware.com/region", "r__s", "projects/p/regions/r/disks/d")
 	f.Add("hostpath.csi.k8s.io", "h", "rack", "r1", "az-1-x")
+	f.Add("hostpath.csi.k8s.io", "h", "kubernetes.io/hostname", "node-a1", "aws://ap-south-1a/vol-0123456789abcdef0")
+	f.Add("disk.csi.azure.com", "h", "topology.disk.csi.azure.com/zone", "", "")
 	f.Add("", "", "topology.kubernetes.io/zone", "", "")
 	p := newPlugin(f, "unresolved: Refuse\nrules:\n- source: CSI\n  match: '^(.*)/(.*)$'\n  zone: '$1'\n  region: '$2'\n- source: Cinder\n  match: '^(az-[0-9]+)'\n  zone: '$1'\n",
-		clusterNodes...)
+		clusterObjects...)
 	f.Fuzz(func(t *testing.T, driver, handle, key, value, id string) {
 		affinity := withTerms(term(in(key, value)), term(in(key, strings.Split(value, "__")...)))
 		for _, pv := range []*api.PersistentVolume{
@@ -60,17 +67,84 @@ func FuzzAdmit(f *testing.F) {
 			newPV(gcePD(id)),
 			newPV(cinder(id), withLabels(gaZone, value, gaRegion, handle), provisioned),
 		} {
+			before := pv.DeepCopy()
 			err := p.Admit(context.Background(), createAttributes(pv), nil)
-			if err != nil && !apierrors.IsForbidden(err) {
-				t.Fatalf("admitting %+v: %v, want nil or a 403", pv.Spec, err)
+			if err != nil {
+				if !apierrors.IsForbidden(err) {
+					t.Fatalf("admitting %+v: %v, want nil or a 403", pv.Spec, err)
+				}
+				continue
 			}
-			if err == nil && pv.Annotations == nil {
-				for _, key := range []string{gaZone, gaRegion} {
-					if errs := validation.IsValidLabelValue(pv.Labels[key]); len(errs) > 0 {
-						t.Errorf("label %s=%q is no label value: %v", key, pv.Labels[key], errs)
+			if pv.Annotations == nil {
+				if zone, ok := pv.Labels[gaZone]; ok {
+					if problem := zoneLabelProblem(zone); problem != "" {
+						t.Errorf("label %s=%q: %s", gaZone, zone, problem)
 					}
+				}
+				if region, ok := pv.Labels[gaRegion]; ok {
+					if errs := validation.IsValidLabelValue(region); region == "" || len(errs) > 0 {
+						t.Errorf("label %s=%q is no region: %v", gaRegion, region, errs)
+					}
+				}
+			}
+			for _, req := range addedRequirements(before, pv) {
+				if problem := requirementProblem(req, clusterObjects); problem != "" {
+					t.Errorf("requirement %s In %q added: %s", req.Key, req.Values, problem)
 				}
 			}
 		}
 	})
+}
+
+// zoneLabelProblem reads a zone label's value as the scheduler's VolumeZone plugin does (one
+// zone, or zones joined by "__") and says what is wrong with it: "" when nothing.
+func zoneLabelProblem(value string) string {
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return "not a label value: " + strings.Join(errs, "; ")
+	}
+	for _, zone := range strings.Split(value, "__") {
+		if strings.TrimSpace(zone) == "" {
+			return "an empty zone"
+		}
+	}
+	return ""
+}
+
+// addedRequirements are the requirements in after's terms beyond before's.
+func addedRequirements(before, after *api.PersistentVolume) []api.NodeSelectorRequirement {
+	var added []api.NodeSelectorRequirement
+	if after.Spec.NodeAffinity == nil || after.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	for i, term := range after.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		had := 0
+		if before.Spec.NodeAffinity != nil && before.Spec.NodeAffinity.Required != nil && i < len(before.Spec.NodeAffinity.Required.NodeSelectorTerms) {
+			had = len(before.Spec.NodeAffinity.Required.NodeSelectorTerms[i].MatchExpressions)
+		}
+		added = append(added, term.MatchExpressions[had:]...)
+	}
+	return added
+}
+
+// requirementProblem says what is wrong with a requirement added to a PV, given the cluster's
+// objects: an empty value, or no Node labelled key=value for any of its values.
+func requirementProblem(req api.NodeSelectorRequirement, objects []runtime.Object) string {
+	if len(req.Values) == 0 {
+		return "no values"
+	}
+	for _, v := range req.Values {
+		if v == "" {
+			return "an empty value"
+		}
+	}
+	for _, obj := range objects {
+		node, ok := obj.(*corev1.Node)
+		if !ok {
+			continue
+		}
+		if v, ok := node.Labels[req.Key]; ok && slices.Contains(req.Values, v) {
+			return ""
+		}
+	}
+	return "no Node carries it"
 }

@@ -29,15 +29,18 @@ type resolution struct {
 	by admissionv1alpha1.PersistentVolumeLabelResolverName
 }
 
-// resolve asks the resolvers in order: the first to find zones gives them; the region is the
-// first found by a resolver that named no zones or the same zones (one that found other
-// zones says nothing of this volume's region); failing that, with the Nodes resolver
-// configured, the one region of the Nodes in those zones.
+// resolve asks the resolvers in order: the first to find zones (an empty value is none)
+// gives them; the region is the first found by a resolver that named no zones or the same
+// zones (one that found other zones says nothing of this volume's region); failing that,
+// with the Nodes resolver configured, the one region of the Nodes in those zones.
 func resolve(resolvers []namedResolver, regionOfZones func(sets.Set[string]) string, pv *api.PersistentVolume) resolution {
 	var r resolution
 	var found []location
 	for _, nr := range resolvers {
 		loc := nr.resolve(pv)
+		// An empty value is never a zone: Azure Disk's non-zonal topology is
+		// topology.disk.csi.azure.com/zone In [""], which says the disk is in none.
+		loc.zones.Delete("")
 		found = append(found, loc)
 		if r.zones == nil && loc.zones.Len() > 0 {
 			r.zones, r.by = loc.zones, nr.name

@@ -155,6 +155,9 @@ var (
 	podPresetKind     = settingsv1alpha1.SchemeGroupVersion.WithKind("PodPreset").GroupKind()
 )
 
+// admittedWithoutPresets is the reinvocation context's record of a conflict.
+const admittedWithoutPresets = "admitted without presets"
+
 // Admit merges the pod's matching presets into it, or, when any conflicts, none of them:
 // the pod is then admitted unchanged with a warning to the client and an event.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
@@ -175,12 +178,19 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
 	}
 
+	// The server runs the plugin again when a webhook changed the pod (reinvocation): a pod
+	// the first run admitted without its presets stays so, reported once.
+	reinvocation := a.GetReinvocationContext()
+	if reinvocation.Value(PluginName) == admittedWithoutPresets {
+		return nil
+	}
 	matching := p.matching(a.GetNamespace(), pod.Labels)
 	if len(matching) == 0 {
 		return nil
 	}
 	merge := mergePresets(pod, matching)
 	if len(merge.conflicts) > 0 {
+		reinvocation.SetValue(PluginName, admittedWithoutPresets)
 		p.reportConflicts(ctx, pod, matching, merge.conflicts, a.IsDryRun())
 		return nil
 	}

@@ -30,8 +30,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	rbacregistry "k8s.io/kubernetes/pkg/registry/rbac"
@@ -131,25 +129,12 @@ func (p *Plugin) ValidateInitialization() error {
 	case p.drained == nil:
 		return fmt.Errorf("%s: missing drained notification", PluginName)
 	}
-	ctx := readiness.UntilDrained(p.drained)
-	informer := dynamicinformer.NewFilteredDynamicInformer(p.dynamicClient, policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies"),
-		metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	// Only fails once the informer has started, which it has not.
-	_ = informer.SetTransform(p.compileObject)
-	store := informer.GetStore()
-	rebuild := func() { p.setPolicies(store.List()) }
-	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { rebuild() },
-		UpdateFunc: func(any, any) { rebuild() },
-		DeleteFunc: func(any) { rebuild() },
-	})
+	ready, err := readiness.WatchSnapshot(p.dynamicClient, policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies"),
+		p.compileObject, p.drained, p.setPolicies)
 	if err != nil {
 		return fmt.Errorf("%s: %w", PluginName, err)
 	}
-	// The registration's, not the informer's: synced once the handler has rebuilt the
-	// policies from everything listed first, not merely once the store holds them.
-	p.ready = registration.HasSynced
-	go informer.RunWithContext(ctx)
+	p.ready = ready
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package webhooktest
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -23,8 +24,21 @@ type ReviewServer struct {
 	URL *url.URL
 }
 
-// StartReviewServer starts a ReviewServer; it stops when the test ends.
+// StartReviewServer starts a ReviewServer that asks for upstream's test client certificate
+// (the server's admission configuration must give it); it stops when the test ends.
 func StartReviewServer(t testing.TB, respond Respond) *ReviewServer {
+	t.Helper()
+	return startReviewServer(t, respond, true)
+}
+
+// StartOpenReviewServer starts a ReviewServer that asks for no client certificate, as most
+// webhooks in clusters are served: a server calls it with no admission configuration.
+func StartOpenReviewServer(t testing.TB, respond Respond) *ReviewServer {
+	t.Helper()
+	return startReviewServer(t, respond, false)
+}
+
+func startReviewServer(t testing.TB, respond Respond, clientCert bool) *ReviewServer {
 	t.Helper()
 	server := webhooktesting.NewTestServerWithHandler(t, func(w http.ResponseWriter, r *http.Request) {
 		review := &admissionv1.AdmissionReview{}
@@ -41,6 +55,9 @@ func StartReviewServer(t testing.TB, respond Respond) *ReviewServer {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(review)
 	})
+	if !clientCert {
+		server.TLS.ClientAuth = tls.NoClientCert
+	}
 	server.StartTLS()
 	t.Cleanup(server.Close)
 	u, err := url.ParseRequestURI(server.URL)
