@@ -139,7 +139,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	case "":
 	case "status":
 		// A status update may change an object's metadata (pods/status does): the list and
-		// the result are held to the same rules there. Other subresources keep the metadata.
+		// the result may not change there. Other subresources keep the metadata.
 		if a.GetOperation() != admission.Update {
 			return nil
 		}
@@ -246,6 +246,13 @@ func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, o
 	oldResult, newResult := old.GetAnnotations()[ResultAnnotation], obj.GetAnnotations()[ResultAnnotation]
 	changed := !slices.Equal(current, updated) || oldResult != newResult
 	if changed {
+		if a.GetSubresource() != "" {
+			// The status strategies keep the spec (a pod's gates could not follow the list)
+			// and some drop label changes: the list changes through the object only.
+			return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), field.ErrorList{
+				field.Forbidden(pendingPath, fmt.Sprintf("the pending initializers and the result change through the object, not its %s subresource", a.GetSubresource())),
+			})
+		}
 		if len(errs) > 0 {
 			return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), errs)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -353,7 +354,12 @@ func TestAdmitUpdate(t *testing.T) {
 		{
 			name: "pods/status: removing the list without initialize is refused",
 			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { p.Spec.SchedulingGates = pendingPod(all, allGates...).Spec.SchedulingGates }), user: ordinaryUser, subresource: "status",
-			wantErr: apierrors.IsForbidden, wantErrText: "update to the initialization of a resource denied",
+			wantErr: apierrors.IsInvalid, wantErrText: "not its status subresource",
+		},
+		{
+			name: "pods/status: an initializer removing itself is refused (the status keeps the spec: its gate would stay)",
+			old:  pendingPod(all, allGates...), new: pendingPod("b.example.com,c.example.com", allGates...), user: initializerUser, subresource: "status",
+			wantErr: apierrors.IsInvalid, wantErrText: "not its status subresource",
 		},
 		{
 			name: "pods/status: dropping the label keeps it, as the list is there",
@@ -361,9 +367,9 @@ func TestAdmitUpdate(t *testing.T) {
 			wantPending: all, wantGates: allGates,
 		},
 		{
-			name: "pods/status: a result on an initialized pod is refused",
-			old:  pod(nil), new: pod(func(p *api.Pod) { p.Annotations = map[string]string{ResultAnnotation: "boom"} }), user: initializerUser, subresource: "status",
-			wantErr: apierrors.IsInvalid, wantErrText: "immutable once initialization has completed",
+			name: "pods/status: a result is refused",
+			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { *p = *pendingPod(all, allGates...); p.Annotations[ResultAnnotation] = "boom" }), user: initializerUser, subresource: "status",
+			wantErr: apierrors.IsInvalid, wantErrText: "not its status subresource",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -552,5 +558,29 @@ func TestMatching(t *testing.T) {
 	}), podsResource)
 	if want := []string{"y.example.com", "x.example.com"}; !slices.Equal(got, want) {
 		t.Errorf("initializersFor = %v, want %v", got, want)
+	}
+}
+
+// TestStoredNameTooLongForAGate: a configuration stored before the 63-character limit is
+// applied without its invalid initializer, so that matched pods are still created.
+func TestStoredNameTooLongForAGate(t *testing.T) {
+	long := strings.Repeat("a", 60) + ".example.com"
+	stored := configuration("old", initializer(long, rule("", "v1", "pods")), initializer("short.example.com", rule("", "v1", "pods")))
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := toTyped(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := newPlugin(t, typed.(*admissionregistrationv1alpha1.InitializerConfiguration))
+	created := pod(nil)
+	if err := p.Admit(context.Background(), createAttributes(created, podsResource, "Pod", ordinaryUser), nil); err != nil {
+		t.Fatal(err)
+	}
+	checkPending(t, created, "short.example.com")
+	if diff := cmp.Diff([]string{"short.example.com"}, gates(created)); diff != "" {
+		t.Errorf("gates (-want +got):\n%s", diff)
 	}
 }

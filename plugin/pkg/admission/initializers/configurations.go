@@ -8,8 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 
 	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/validation"
 )
 
 // toTyped converts a listed configuration to its type once, when it enters the informer's
@@ -24,6 +27,15 @@ func toTyped(obj any) (any, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, config); err != nil {
 		return nil, fmt.Errorf("InitializerConfiguration %s: %w", u.GetName(), err)
 	}
+	// A configuration stored before names were limited to what a scheduling gate takes
+	// would make every matched pod create fail: its invalid initializers are left out.
+	config.Initializers = slices.DeleteFunc(config.Initializers, func(i admissionregistrationv1alpha1.Initializer) bool {
+		errs := validation.ValidateInitializerName(field.NewPath("initializers").Key(i.Name), i.Name)
+		if len(errs) > 0 {
+			klog.ErrorS(errs.ToAggregate(), "Initializers: an initializer of a stored InitializerConfiguration is not applied; shorten its name", "configuration", config.Name, "initializer", i.Name)
+		}
+		return len(errs) > 0
+	})
 	return config, nil
 }
 

@@ -201,8 +201,8 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 	}
 	source := string(admissionv1alpha1.InitialResourcesSourcePrometheus)
 	report := func(image, namespace string, err error) {
-		if errors.Is(err, errCounted) {
-			return // the cluster's computation failed, and said so
+		if errors.Is(err, errCounted) || errors.Is(err, errShed) {
+			return // the cluster's computation failed and said so, or was shed and counted
 		}
 		sourceErrors.WithLabelValues(source).Inc()
 		klog.ErrorS(err, "InitialResources: the Prometheus source failed; pods of the image are admitted without its estimate", "image", image, "namespace", namespace)
@@ -252,7 +252,12 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 			switch state {
 			case failed:
 				return out, fmt.Errorf("the histories of any namespace: %w", errCounted)
-			case pending, shed:
+			case shed:
+				// The cluster-wide cache has as many lookups under way as it allows: not a
+				// failure of the source. Counted as shed; retried once errorTTL has passed.
+				lookupsShed.WithLabelValues(source).Inc()
+				return out, errShed
+			case pending:
 				return out, fmt.Errorf("the histories of any namespace were not read in time")
 			}
 			for _, res := range wider {
@@ -266,6 +271,10 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 
 // errCounted marks an error already logged and counted.
 var errCounted = errors.New("failed (logged and counted where it happened)")
+
+// errShed is a namespace's lookup that needed the cluster-wide histories when their cache
+// could start no more lookups: not the source's failure.
+var errShed = errors.New("the histories of any namespace were shed (too many lookups under way)")
 
 // CheckConfiguration reads a configuration as the plugin's factory does, the files it names
 // included: the command runs it before the server starts.
@@ -366,7 +375,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		}
 	}
 	if fit != nil {
-		sets = fit.keepPodMax(pod, sets)
+		sets = fit.keepAdmissible(pod, fit.keepPodMax(pod, sets))
 	}
 	if len(sets) == 0 {
 		return nil

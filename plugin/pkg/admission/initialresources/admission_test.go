@@ -608,6 +608,22 @@ func TestFitLimitRanges(t *testing.T) {
 			want:       []api.ResourceList{quantities("50m", ""), quantities("5", "100Mi")},
 		},
 		{
+			name: "a Pod min above the estimate, the namespace's default request meeting it: cpu not set",
+			ranges: []*corev1.LimitRange{limitRange("pod-min",
+				corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "1"), DefaultRequest: v1List("cpu", "500m")},
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: v1List("cpu", "250m")})},
+			containers: []api.Container{container("web", "nginx", nil, nil)},
+			want:       []api.ResourceList{quantities("", "536870912")},
+		},
+		{
+			name: "a Pod maxLimitRequestRatio the estimate breaks, the default request keeping it: cpu not set",
+			ranges: []*corev1.LimitRange{limitRange("pod-ratio",
+				corev1.LimitRangeItem{Type: ctr, Default: v1List("cpu", "1"), DefaultRequest: v1List("cpu", "500m")},
+				corev1.LimitRangeItem{Type: corev1.LimitTypePod, MaxLimitRequestRatio: v1List("cpu", "2")})},
+			containers: []api.Container{container("web", "nginx", nil, nil)},
+			want:       []api.ResourceList{quantities("", "536870912")},
+		},
+		{
 			name: "a Pod max the requests stay within: set",
 			ranges: []*corev1.LimitRange{limitRange("pod",
 				corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: v1List("memory", "1Gi")})},

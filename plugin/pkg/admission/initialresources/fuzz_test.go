@@ -145,19 +145,21 @@ func promName(s string) bool {
 func FuzzFitLimitRanges(f *testing.F) {
 	// milli-units (millicores); 0 leaves a field out. The pod: one container estimated,
 	// one ("other") that sets a request and limit.
-	for _, seed := range [][9]int64{
-		{0, 0, 0, 0, 0, 0, 0, 0, 250},        // no LimitRange item
-		{100, 2000, 0, 0, 0, 0, 0, 0, 50},    // min, max
-		{0, 0, 1000, 0, 2000, 0, 0, 0, 50},   // default limit, ratio
-		{0, 0, 1000, 0, 3000, 0, 0, 0, 50},   // a ratio that does not divide
-		{0, 0, 500, 100, 10000, 0, 0, 0, 0},  // an idle image, a default request
-		{0, 0, 0, 0, 0, 600, 100, 100, 512},  // a Pod max
-		{2000, 0, 1000, 0, 0, 0, 0, 0, 5000}, // min above the default limit
-		{0, 4000, 3000, 2000, 1500, 9000, 500, 700, 7},
+	for _, seed := range [][11]int64{
+		{0, 0, 0, 0, 0, 0, 0, 0, 250, 0, 0},        // no LimitRange item
+		{100, 2000, 0, 0, 0, 0, 0, 0, 50, 0, 0},    // min, max
+		{0, 0, 1000, 0, 2000, 0, 0, 0, 50, 0, 0},   // default limit, ratio
+		{0, 0, 1000, 0, 3000, 0, 0, 0, 50, 0, 0},   // a ratio that does not divide
+		{0, 0, 500, 100, 10000, 0, 0, 0, 0, 0, 0},  // an idle image, a default request
+		{0, 0, 0, 0, 0, 600, 100, 100, 512, 0, 0},  // a Pod max
+		{2000, 0, 1000, 0, 0, 0, 0, 0, 5000, 0, 0}, // min above the default limit
+		{0, 4000, 3000, 2000, 1500, 9000, 500, 700, 7, 0, 0},
+		{0, 0, 1000, 500, 0, 0, 0, 0, 100, 250, 0},  // a Pod min
+		{0, 0, 1000, 500, 0, 0, 0, 0, 100, 0, 2000}, // a Pod ratio
 	} {
-		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7], seed[8])
+		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7], seed[8], seed[9], seed[10])
 	}
-	f.Fuzz(func(t *testing.T, minimum, maximum, def, defRequest, ratio, podMax, otherRequest, otherLimit, estimate int64) {
+	f.Fuzz(func(t *testing.T, minimum, maximum, def, defRequest, ratio, podMax, otherRequest, otherLimit, estimate, podMin, podRatio int64) {
 		clamp := func(v int64) int64 { return min(max(v, 0), 1<<40) }
 		q := func(m int64) resource.Quantity { return *resource.NewMilliQuantity(clamp(m), resource.DecimalSI) }
 		list := func(m int64) corev1.ResourceList {
@@ -168,7 +170,7 @@ func FuzzFitLimitRanges(f *testing.F) {
 		}
 		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
 			{Type: corev1.LimitTypeContainer, Min: list(minimum), Max: list(maximum), Default: list(def), DefaultRequest: list(defRequest), MaxLimitRequestRatio: list(ratio)},
-			{Type: corev1.LimitTypePod, Max: list(podMax)},
+			{Type: corev1.LimitTypePod, Max: list(podMax), Min: list(podMin), MaxLimitRequestRatio: list(podRatio)},
 		}}}
 		corev1defaults.SetObjectDefaults_LimitRange(lr)
 		newPod := func() *api.Pod {
@@ -206,7 +208,7 @@ func FuzzFitLimitRanges(f *testing.F) {
 		s := apply(n, "Prometheus", w, func(res api.ResourceName) (resource.Quantity, bool) {
 			return q(estimate), res == api.ResourceCPU
 		})
-		w.keepPodMax(pod, []set{s})
+		w.keepAdmissible(pod, w.keepPodMax(pod, []set{s}))
 		if r, ok := pod.Spec.Containers[0].Resources.Requests[api.ResourceCPU]; ok && r.Sign() <= 0 {
 			t.Fatalf("a request of %s was set", r.String())
 		}

@@ -3,10 +3,12 @@ package initialresources
 import (
 	"math"
 	"math/big"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 )
 
 // limitWindows are the requests the namespace's LimitRanges let the plugin set, so that
@@ -27,6 +29,8 @@ import (
 // order LimitRanger reads them in, so every one counts. A window with nothing in it sets
 // nothing: the container is left to LimitRanger's defaults, as without the plugin.
 type limitWindows struct {
+	// ranges are the namespace's LimitRanges, for the final check (keepAdmissible).
+	ranges  []*corev1.LimitRange
 	windows map[api.ResourceName]window
 	// podMax is the least Pod item max of each resource.
 	podMax map[api.ResourceName]resource.Quantity
@@ -44,7 +48,7 @@ type window struct {
 const maxFitted = math.MaxInt64 / 1000 // resource.MaxMilliValue
 
 func newLimitWindows(ranges []*corev1.LimitRange) *limitWindows {
-	w := &limitWindows{windows: map[api.ResourceName]window{}, podMax: map[api.ResourceName]resource.Quantity{},
+	w := &limitWindows{ranges: ranges, windows: map[api.ResourceName]window{}, podMax: map[api.ResourceName]resource.Quantity{},
 		defaultRequests: map[api.ResourceName][]resource.Quantity{}}
 	for _, res := range estimatedResources {
 		// Never zero: at least a millicore, at least a byte.
@@ -211,6 +215,88 @@ func (w *limitWindows) keepPodMax(pod *api.Pod, sets []set) []set {
 		}
 	}
 	return kept
+}
+
+// keepAdmissible undoes the sets of a resource — or, when no single resource's will do,
+// every set — when upstream's LimitRanger, run on a copy of the pod (defaults of every
+// LimitRange, then validation by every one, as its two phases do), would refuse the pod
+// with the estimates and admit it without them. The windows and keepPodMax choose
+// estimates LimitRanger admits; this check is the guarantee, for the rules they do not
+// model (a Pod item's min and maxLimitRequestRatio among them).
+func (w *limitWindows) keepAdmissible(pod *api.Pod, sets []set) []set {
+	if len(sets) == 0 || len(w.ranges) == 0 || limitRangerAdmits(w.ranges, pod) {
+		return sets
+	}
+	if !limitRangerAdmits(w.ranges, withoutSets(pod, sets, nil)) {
+		return sets // refused either way: the estimates change no verdict
+	}
+	for _, res := range estimatedResources {
+		only := []api.ResourceName{res}
+		if limitRangerAdmits(w.ranges, withoutSets(pod, sets, only)) {
+			return undo(sets, only)
+		}
+	}
+	return undo(sets, nil)
+}
+
+// withoutSets is a copy of pod without the requests sets made of resources (nil: all).
+func withoutSets(pod *api.Pod, sets []set, resources []api.ResourceName) *api.Pod {
+	out := pod.DeepCopy()
+	all := allContainers(out)
+	for _, s := range sets {
+		for _, res := range s.resources {
+			if resources == nil || slices.Contains(resources, res) {
+				delete(all[s.index].Resources.Requests, res)
+			}
+		}
+	}
+	return out
+}
+
+// undo removes the requests sets made of resources (nil: all) from the pod, and returns
+// the sets left.
+func undo(sets []set, resources []api.ResourceName) []set {
+	kept := sets[:0]
+	for _, s := range sets {
+		s.resources = slices.DeleteFunc(s.resources, func(res api.ResourceName) bool {
+			if resources != nil && !slices.Contains(resources, res) {
+				return false
+			}
+			delete(s.container.Resources.Requests, res)
+			return true
+		})
+		if len(s.container.Resources.Requests) == 0 {
+			s.container.Resources.Requests = nil
+		}
+		if len(s.resources) > 0 {
+			kept = append(kept, s)
+		}
+	}
+	return kept
+}
+
+// limitRangerAdmits runs upstream's LimitRanger functions on a copy of pod, then the pod
+// validation's rule they lead to: a request at most its limit.
+func limitRangerAdmits(ranges []*corev1.LimitRange, pod *api.Pod) bool {
+	pod = pod.DeepCopy()
+	for _, lr := range ranges {
+		if err := limitranger.PodMutateLimitFunc(lr, pod); err != nil {
+			return false
+		}
+	}
+	for _, lr := range ranges {
+		if err := limitranger.PodValidateLimitFunc(lr, pod); err != nil {
+			return false
+		}
+	}
+	for _, c := range allContainers(pod) {
+		for res, request := range c.Resources.Requests {
+			if limit, ok := c.Resources.Limits[res]; ok && request.Cmp(limit) > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func indexOf(list []api.ResourceName, res api.ResourceName) int {
