@@ -273,13 +273,7 @@ func TestInitializers(t *testing.T) {
 			_, err := admin.CoreV1().Pods(ns).Create(ctx, podWith(nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		})
-		creatorRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"}
-		if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: creatorRole.Name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		bind(t, admin, ns, "pod-creator", creatorRole, "replicaset-controller", mayCreatePods(ns))
-		asController := impersonate(t, server, "system:serviceaccount:"+ns+":replicaset-controller")
+		asController := asPodCreator(t, server, admin, ns, "replicaset-controller")
 		created, err := asController.CoreV1().Pods(ns).Create(ctx, podWith(func(p *corev1.Pod) { p.Name = "behind-webhook" }), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create as a controller behind the webhook: %v", err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -419,12 +418,7 @@ func TestInitialResources(t *testing.T) {
 		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "creator"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-creator"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}
-		if _, err := client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		bind(t, client, ns, "pod-creator", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, "creator", mayCreatePods(ns))
+		creator := asPodCreator(t, server, client, ns, "creator")
 		labeller := installLabeller(t, client, "", "v1", "pods")
 		labeller.waitCalled(t, func(ctx context.Context) error {
 			_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
@@ -435,7 +429,6 @@ func TestInitialResources(t *testing.T) {
 			}
 			return err
 		})
-		creator := impersonate(t, server, "system:serviceaccount:"+ns+":creator")
 		created := irCase{namespace: ns,
 			regular: []corev1.Container{irContainer("web", "registry.local:5000/team/web:v1", nil), irContainer("sh", "busybox:1.36", nil)},
 			// web:v1 and busybox:1.36 anywhere over a week (tier 3).

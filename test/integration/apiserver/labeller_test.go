@@ -12,11 +12,13 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/webhooktest"
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
 // labellerLabel is the label the labelling webhook adds to every object it is called for.
@@ -100,4 +102,18 @@ func addLabelPatch(raw []byte) ([]byte, error) {
 		op = map[string]any{"op": "add", "path": "/metadata/labels/" + strings.ReplaceAll(labellerLabel, "/", "~1"), "value": "true"}
 	}
 	return json.Marshal([]any{op})
+}
+
+// asPodCreator returns a client acting as the service account serviceAccount of ns, bound to
+// a role that may only create pods: what the ReplicaSet or Job controller holds for the pods
+// it creates, and no more.
+func asPodCreator(t *testing.T, server *framework.APIServer, admin kubernetes.Interface, ns, serviceAccount string) kubernetes.Interface {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount + ":pod-creator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}
+	if _, err := admin.RbacV1().Roles(ns).Create(context.Background(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind(t, admin, ns, role.Name, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, serviceAccount, mayCreatePods(ns))
+	return impersonate(t, server, fmt.Sprintf("system:serviceaccount:%s:%s", ns, serviceAccount))
 }

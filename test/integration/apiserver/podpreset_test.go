@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,13 +186,7 @@ func TestPodPreset(t *testing.T) {
 			_, err := server.Client.CoreV1().Pods(ns).Create(ctx, frontendPod("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		})
-		creatorRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"}
-		if _, err := server.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: creatorRole.Name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		bind(t, server.Client, ns, "pod-creator", creatorRole, "replicaset-controller", mayCreatePods(ns))
-		asController := impersonate(t, server, "system:serviceaccount:"+ns+":replicaset-controller")
+		asController := asPodCreator(t, server, server.Client, ns, "replicaset-controller")
 
 		created, err := asController.CoreV1().Pods(ns).Create(ctx, frontendPod("behind-webhook", nil), metav1.CreateOptions{})
 		if err != nil {

@@ -405,14 +405,8 @@ func TestPodSecurityPolicy(t *testing.T) {
 				_, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				return err
 			})
-			creatorRole := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-creator"}
-			if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: creatorRole.Name},
-				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			bind(t, admin, ns, "controller:pod-creator", creatorRole, "controller", mayCreatePods(ns))
+			controller := asPodCreator(t, server, admin, ns, "controller")
 			bind(t, admin, ns, "controller:psp:restricted", rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "psp:restricted"}, "controller", mayUse(ns, "restricted"))
-			controller := impersonate(t, server, fmt.Sprintf("system:serviceaccount:%s:controller", ns))
 			behind := pod.DeepCopy()
 			behind.Name = "behind-webhook"
 			created, err := controller.CoreV1().Pods(ns).Create(ctx, behind, metav1.CreateOptions{})
