@@ -1,7 +1,8 @@
 // Command soak is `make soak`: it runs Portcullis's kube-apiserver and stock kube-apiserver
 // through the same pod-create load and the same faults (a webhook server killed, etcd
 // SIGKILLed, etcd slowed down, one of an HA pair killed), checks etcd itself for lost
-// writes, sends the malformed-request table, and rewrites docs/reliability.md. The
+// writes, sends the malformed-request table, floods InitialResources with distinct images
+// (ours only), and rewrites docs/reliability.md. The
 // binaries must be built (make build etcd stock).
 package main
 
@@ -36,6 +37,8 @@ func main() {
 	flag.BoolVar(&opts.HA, "ha", opts.HA, "run the HA pairs behind a balancer, one server killed")
 	flag.BoolVar(&opts.HACluster, "ha-cluster", opts.HACluster, "with -ha: two of ours on a three-member etcd over TLS through a rolling restart")
 	flag.BoolVar(&opts.BadInputs, "bad-inputs", opts.BadInputs, "send the malformed-request table")
+	flag.IntVar(&opts.IRFlood.Images, "ir-images", opts.IRFlood.Images, "InitialResources flood: dry-run pod creates with distinct images (0: not run)")
+	flag.IntVar(&opts.IRFlood.Clients, "ir-clients", opts.IRFlood.Clients, "InitialResources flood: concurrent clients")
 	flag.StringVar(&opts.FuzzReport, "fuzz-report", "", "hack/fuzz.sh's TSV report to include (missing: \"not run\")")
 	smoke := flag.Bool("smoke", false, "make test's small sizes (before the flags above apply)")
 	flag.Parse()
@@ -58,6 +61,10 @@ func main() {
 				smokeOpts.HACluster = opts.HACluster
 			case "bad-inputs":
 				smokeOpts.BadInputs = opts.BadInputs
+			case "ir-images":
+				smokeOpts.IRFlood.Images = opts.IRFlood.Images
+			case "ir-clients":
+				smokeOpts.IRFlood.Clients = opts.IRFlood.Clients
 			}
 		})
 		smokeOpts.FuzzReport = opts.FuzzReport

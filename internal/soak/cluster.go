@@ -114,12 +114,14 @@ type serverSetup struct {
 	etcdURL string
 	// admissionConfig is ours' admission configuration file.
 	admissionConfig string
+	// plugins are the plugins of ours ours enables; nil: every one.
+	plugins []string
 	// extraFlags go after the rest, and may override them.
 	extraFlags []string
 }
 
 // startAPIServer starts a kube-apiserver on a fresh port, its log in dir, and waits for
-// /readyz. Ours runs with every plugin of ours enabled; stock with its defaults.
+// /readyz. Ours runs with every plugin of ours enabled (or s.plugins); stock with its defaults.
 func startAPIServer(ctx context.Context, s serverSetup, dir string) (*apiServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -130,8 +132,12 @@ func startAPIServer(ctx context.Context, s serverSetup, dir string) (*apiServer,
 	}
 	flags := controlplane.APIServerFlags(s.pki, dir, s.etcdURL, ports[0])
 	if s.kind == Ours {
+		plugins := s.plugins
+		if plugins == nil {
+			plugins = ourPluginNames()
+		}
 		flags = append(flags,
-			"--enable-admission-plugins="+strings.Join(ourPluginNames(), ","),
+			"--enable-admission-plugins="+strings.Join(plugins, ","),
 			"--admission-control-config-file="+s.admissionConfig)
 	}
 	flags = append(flags, s.extraFlags...)

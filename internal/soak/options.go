@@ -51,6 +51,9 @@ type Options struct {
 	BadInputs bool
 	// FuzzReport is the TSV report hack/fuzz.sh wrote; empty or missing: "not run".
 	FuzzReport string
+
+	// IRFlood sizes the InitialResources flood (ours only); no images: not run.
+	IRFlood IRFloodOptions
 }
 
 // LoadOptions size the pod creates of one run.
@@ -112,11 +115,13 @@ func DefaultOptions() Options {
 		HAKillDown:  5 * time.Second,
 		HACluster:   true,
 		BadInputs:   true,
+		IRFlood:     IRFloodOptions{Images: 10000, Clients: 16, Timeout: 5 * time.Minute},
 	}
 }
 
 // SmokeOptions are `make test`'s: every fault once per server at a small scale, the HA
-// pair's kill included, with short outages; no etcd cluster, no bad inputs.
+// pair's kill included, with short outages, and a small InitialResources flood; no etcd
+// cluster, no bad inputs.
 func SmokeOptions() Options {
 	o := DefaultOptions()
 	o.Load.Pods, o.Load.Clients, o.Load.RefuseEvery = 300, 4, 25
@@ -125,6 +130,7 @@ func SmokeOptions() Options {
 	o.WebhookDown, o.EtcdDown, o.HAKillDown = 2*time.Second, 2*time.Second, 2*time.Second
 	o.SlowDelay, o.SlowFor = 50*time.Millisecond, 2*time.Second
 	o.HACluster, o.BadInputs = false, false
+	o.IRFlood = IRFloodOptions{Images: 500, Clients: 4, Timeout: 2 * time.Minute}
 	return o
 }
 
@@ -192,6 +198,14 @@ func (o Options) Validate() error {
 	}
 	if o.HA {
 		positive("HA kill down time", o.HAKillDown)
+	}
+	if f := o.IRFlood; f.Images < 0 {
+		errs = append(errs, fmt.Errorf("the InitialResources flood's images must not be negative, got %d", f.Images))
+	} else if f.Images > 0 {
+		if f.Clients < 1 {
+			errs = append(errs, fmt.Errorf("the InitialResources flood needs at least one client, got %d", f.Clients))
+		}
+		positive("InitialResources flood timeout", f.Timeout)
 	}
 	return errors.Join(errs...)
 }

@@ -25,6 +25,9 @@ func TestOptionsValidate(t *testing.T) {
 	if d.Load.Pods != 10000 || d.Load.Clients != 16 || d.WebhookDown != 5*time.Second {
 		t.Errorf("make soak's sizes are %d pods from %d clients, webhook down %s; the issue asks 10,000 from 16, 5 s", d.Load.Pods, d.Load.Clients, d.WebhookDown)
 	}
+	if d.IRFlood.Images != 10000 {
+		t.Errorf("make soak floods InitialResources with %d images; issue #36 asks 10,000", d.IRFlood.Images)
+	}
 
 	cases := map[string]struct {
 		mutate func(*Options)
@@ -41,6 +44,9 @@ func TestOptionsValidate(t *testing.T) {
 		"slow beyond proxy": {func(o *Options) { o.SlowDelay = time.Minute }, "proxy's limit"},
 		"fault at 1":        {func(o *Options) { o.FaultAt = 1 }, "fault-at"},
 		"no timeout":        {func(o *Options) { o.Load.Timeout = 0 }, "load timeout"},
+		"flood no clients":  {func(o *Options) { o.IRFlood.Clients = 0 }, "flood needs at least one client"},
+		"flood no timeout":  {func(o *Options) { o.IRFlood.Timeout = 0 }, "flood timeout"},
+		"flood negative":    {func(o *Options) { o.IRFlood.Images = -1 }, "must not be negative"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

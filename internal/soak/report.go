@@ -17,6 +17,7 @@ func WriteReport(w io.Writer, r *Results) error {
 	writeHASection(&b, r)
 	writeFuzzSection(&b, r)
 	writeBadInputSection(&b, r)
+	writeIRFloodSection(&b, r)
 	writeVerdict(&b, r)
 	_, err := w.Write(b.Bytes())
 	return err
@@ -245,7 +246,11 @@ func writeVerdict(b *bytes.Buffer, r *Results) {
 	b.WriteString("## Verdict\n\n")
 	failures := r.Failures()
 	if len(failures) == 0 {
-		b.WriteString("Every run kept every acknowledged pod, stored no refused pod, recovered from its fault, and logged no panic; every malformed request got a clear 4xx from ours, or the same answer stock gives it, and ours panicked on no request stock does not panic on.\n")
+		b.WriteString("Every run kept every acknowledged pod, stored no refused pod, recovered from its fault, and logged no panic; every malformed request got a clear 4xx from ours, or the same answer stock gives it, and ours panicked on no request stock does not panic on.")
+		if r.IRFlood != nil {
+			b.WriteString(" Under the flood of distinct images, InitialResources kept the server's goroutines and RSS within their ceilings.")
+		}
+		b.WriteString("\n")
 		return
 	}
 	b.WriteString("Problems found:\n\n")
@@ -274,6 +279,9 @@ func (r *Results) Failures() []string {
 		}
 	}
 	out = append(out, badInputFailures(r.BadInputs[Ours], r.BadInputs[Stock])...)
+	if r.IRFlood != nil {
+		out = append(out, r.IRFlood.failures()...)
+	}
 	return out
 }
 

@@ -118,8 +118,8 @@ func TestWriteReportNothingRun(t *testing.T) {
 	if err := WriteReport(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(b.String(), "Not run"); got != 5 {
-		t.Errorf("%d sections say \"Not run\", want 5:\n%s", got, b.String())
+	if got := strings.Count(b.String(), "Not run"); got != 6 {
+		t.Errorf("%d sections say \"Not run\", want 6:\n%s", got, b.String())
 	}
 }
 

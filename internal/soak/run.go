@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,8 @@ type Results struct {
 	BadInputs map[string]*BadInputRun
 	// Fuzz is hack/fuzz.sh's report; nil when it was not run.
 	Fuzz *FuzzReport
+	// IRFlood is the InitialResources flood; nil when not run.
+	IRFlood *IRFloodResult
 }
 
 // RunResult is one run of the load, under a fault or not, on one binary.
@@ -96,24 +99,28 @@ type environment struct {
 	progress        *harness.Progress
 }
 
+func newEnvironment(opts Options) *environment {
+	return &environment{
+		opts:       opts,
+		binaries:   map[string]string{Ours: filepath.Join(opts.BinDir, "kube-apiserver"), Stock: filepath.Join(opts.BinDir, "kube-apiserver-stock")},
+		etcdBinary: filepath.Join(opts.BinDir, "etcd"),
+		progress:   harness.NewProgress(opts.Progress),
+	}
+}
+
 func (e *environment) progressf(format string, args ...any) {
 	e.progress.Printf(format, args...)
 }
 
 // Run runs the load on each binary, then each fault on each binary, then the HA pairs
-// (and ours on an etcd cluster) and the bad inputs, one after the other, and reads the fuzzing report. Every process it
+// (and ours on an etcd cluster), the bad inputs and the InitialResources flood, one after the other, and reads the fuzzing report. Every process it
 // starts is stopped before it returns. A run whose checks fail is recorded, not an error:
 // errors are for a harness that could not measure.
 func Run(ctx context.Context, opts Options) (*Results, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid options: %w", err)
 	}
-	env := &environment{
-		opts:       opts,
-		binaries:   map[string]string{Ours: filepath.Join(opts.BinDir, "kube-apiserver"), Stock: filepath.Join(opts.BinDir, "kube-apiserver-stock")},
-		etcdBinary: filepath.Join(opts.BinDir, "etcd"),
-		progress:   harness.NewProgress(opts.Progress),
-	}
+	env := newEnvironment(opts)
 	results := &Results{Options: opts, Machine: readMachine(), Started: env.progress.Started(), Binaries: map[string]BinaryInfo{}}
 	for _, b := range opts.Binaries {
 		info, err := describeBinary(env.binaries[b])
@@ -166,6 +173,13 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 			}
 			results.BadInputs[b] = run
 		}
+	}
+	if opts.IRFlood.Images > 0 && slices.Contains(opts.Binaries, Ours) {
+		flood, err := env.runIRFlood(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("InitialResources flood: %w", err)
+		}
+		results.IRFlood = flood
 	}
 	if opts.FuzzReport != "" {
 		fuzz, err := readFuzzReport(opts.FuzzReport)
