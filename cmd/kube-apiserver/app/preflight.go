@@ -434,9 +434,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 			r.Warnings = append(r.Warnings, d.Message)
 		}
 	}
-	if err := enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes).CheckEnabled(portcullisadmission.EnabledPlugins(completed.Admission)); err != nil {
-		r.problem("enforcement modes: %v", err)
-	}
+	r.Warnings = append(r.Warnings, enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes).NotEnabled(portcullisadmission.EnabledPlugins(completed.Admission))...)
 	r.Mutating, r.Validating, err = admissionChains(completed.Admission, s.GenericServerRunOptions.ComponentGlobalsRegistry, loopback)
 	if err != nil {
 		if file := completed.Admission.GenericAdmission.ConfigFile; file != "" {

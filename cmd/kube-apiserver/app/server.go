@@ -86,8 +86,8 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			cliflag.PrintFlags(cmd.Flags())
 
 			// Our settings come from the admission config file's Portcullis entry; a bad entry,
-			// or enforcement modes naming a plugin that is not enabled or cannot be relaxed,
-			// stops the start here, before anything dials etcd.
+			// or enforcement modes naming a plugin that cannot be relaxed, stops the start here,
+			// before anything dials etcd. A mode of a plugin that is not enabled is ignored.
 			portcullis, err := portcullisconfig.Load(s.Admission.GenericAdmission.ConfigFile)
 			if err != nil {
 				return err
@@ -98,8 +98,8 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			klog.InfoS("Portcullis settings in force", portcullis.LogValues()...)
 			settings.Set(portcullis)
 			enforcementModes := enforcement.New(portcullis.EnforcementSource, portcullis.EnforcementModes)
-			if err := enforcementModes.CheckEnabled(portcullisadmission.EnabledPlugins(s.Admission)); err != nil {
-				return err
+			for _, warning := range enforcementModes.NotEnabled(portcullisadmission.EnabledPlugins(s.Admission)) {
+				klog.Warning(warning)
 			}
 			// Our plugins' own entries too: upstream reads them only once etcd is dialled.
 			if err := portcullisadmission.CheckConfigurations(s.Admission); err != nil {

@@ -67,23 +67,22 @@ func newDecorator(source string, plugins []admissionv1alpha1.PluginEnforcement) 
 	return d
 }
 
-// CheckEnabled refuses a configuration naming a plugin that is not among the enabled ones:
-// most likely a typo, or a plugin the operator believes is in Warn mode while it does not
-// run at all.
-func (d *Decorator) CheckEnabled(enabled []string) error {
+// NotEnabled returns a warning for each configured plugin that is not among the enabled
+// ones: its mode is ignored, as upstream ignores the configuration entry of a plugin that
+// is not enabled, so that taking a plugin's name out of --enable-admission-plugins is always
+// a safe off switch. Worth a warning all the same: a typo, or a plugin the operator believes
+// is in Warn mode while it does not run at all.
+func (d *Decorator) NotEnabled(enabled []string) []string {
 	if d == nil {
 		return nil
 	}
-	var errs []error
+	var warnings []string
 	for _, name := range d.configured {
 		if !slices.Contains(enabled, name) {
-			errs = append(errs, fmt.Errorf("plugin %q is not enabled (--enable-admission-plugins)", name))
+			warnings = append(warnings, fmt.Sprintf("%s: the enforcement mode of plugin %q is ignored: the plugin is not enabled (--enable-admission-plugins)", d.source, name))
 		}
 	}
-	if len(errs) != 0 {
-		return fmt.Errorf("%s: %w", d.source, errors.Join(errs...))
-	}
-	return nil
+	return warnings
 }
 
 // Err reports the configured plugins that Decorate found without a validating phase. Call

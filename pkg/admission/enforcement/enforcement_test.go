@@ -254,14 +254,16 @@ func TestMutatingOnlyPluginIsReported(t *testing.T) {
 	}
 }
 
-func TestCheckEnabled(t *testing.T) {
+// TestNotEnabled: a mode of a plugin taken out of the flags is ignored with a warning, so
+// that taking the name out is always a safe off switch.
+func TestNotEnabled(t *testing.T) {
 	d := decoratorFor(t, "- name: SecurityContextDeny\n  modes: [Warn]\n- name: AlwaysPullImages\n  modes: [Deny]")
-	if err := d.CheckEnabled([]string{"NamespaceLifecycle", "SecurityContextDeny", "AlwaysPullImages"}); err != nil {
-		t.Errorf("CheckEnabled: %v", err)
+	if got := d.NotEnabled([]string{"NamespaceLifecycle", "SecurityContextDeny", "AlwaysPullImages"}); len(got) != 0 {
+		t.Errorf("NotEnabled with both enabled: %q", got)
 	}
-	err := d.CheckEnabled([]string{"NamespaceLifecycle", "SecurityContextDeny"})
-	if err == nil || !strings.Contains(err.Error(), `"AlwaysPullImages" is not enabled`) {
-		t.Errorf("CheckEnabled = %v, want AlwaysPullImages named as not enabled", err)
+	got := d.NotEnabled([]string{"NamespaceLifecycle", "SecurityContextDeny"})
+	if len(got) != 1 || !strings.Contains(got[0], `plugin "AlwaysPullImages" is ignored: the plugin is not enabled`) {
+		t.Errorf("NotEnabled = %q, want one warning naming AlwaysPullImages", got)
 	}
 }
 

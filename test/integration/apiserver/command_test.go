@@ -281,11 +281,6 @@ func TestBadAdmissionFlagsFailBeforeEtcd(t *testing.T) {
 			want: []string{"NamespaceLifecycle", "admission-config.yaml"},
 		},
 		{
-			name: "an enforcement mode for a plugin that is not enabled",
-			args: []string{"--admission-control-config-file=" + enforcementConfig(t, "SecurityContextDeny", "Audit")},
-			want: []string{"SecurityContextDeny"},
-		},
-		{
 			name: "a served API that is not ours",
 			args: []string{"--admission-control-config-file=" + portcullisConfig(t, "servedAPIs: [policy/v1beta2]")},
 			want: []string{"admission-config.yaml", "plugins[0] (Portcullis)", "configuration.servedAPIs[0]", "policy/v1beta2"},

@@ -130,6 +130,25 @@ func TestDayOne(t *testing.T) {
 			framework.WaitForFileContaining(t, auditLog, strings.ToLower(plugin)+".admission.portcullis.io/would-deny")
 		}
 	})
+
+	// docs/troubleshooting.md's off switch, with the day-one admission config left as it is:
+	// its enforcementModes still name the plugin.
+	t.Run("taking a plugin's name out of the flags turns it off; its enforcement mode is ignored with a warning", func(t *testing.T) {
+		plugins := slices.DeleteFunc(strings.Split(deployedPlugins(t), ","), func(p string) bool { return p == "SecurityContextDeny" })
+		off := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/day-one-off", "--allow-privileged=true",
+			"--enable-admission-plugins="+strings.Join(plugins, ","), "--admission-control-config-file="+admissionConfig)
+		framework.WaitForFileContaining(t, off.LogFile, `the enforcement mode of plugin "SecurityContextDeny" is ignored: the plugin is not enabled`)
+		offWarnings := &framework.WarningRecorder{}
+		config := rest.CopyConfig(off.Config)
+		config.WarningHandler = offWarnings
+		offClient := kubernetes.NewForConfigOrDie(config)
+		ns := namespace(t, off.Client)
+		pod := podWith(workloads[1].mutate)
+		if _, err := offClient.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		checkWouldDeny(t, offWarnings.Take(), nil)
+	})
 }
 
 // checkWouldDeny holds a request's warnings to the plugins that would have refused it, in
