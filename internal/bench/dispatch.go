@@ -31,6 +31,10 @@ type DispatchResult struct {
 	Dead, DeadBaseline map[string]*Latencies
 	// FastDeny are the latencies of creates one webhook denies at once while seven hold.
 	FastDeny map[string]*Latencies
+	// Shadow are the create latencies, on ours, through a mutating webhook in Audit (a
+	// shadow) that holds every call for SlowHold, beside an enforced one that answers at once;
+	// ShadowBaseline through the enforced one alone.
+	Shadow, ShadowBaseline *Latencies
 }
 
 // DispatchConfigRuns are one configuration's runs on one server.
@@ -64,6 +68,8 @@ plugins:
       mutating:
         circuitBreaker: {}
         timeBudget: {}
+        enforcementModes:
+        - {configuration: bench-shadow, webhook: shadow.bench.portcullis.dev, modes: [Audit]}
       validating:
         circuitBreaker: {}
         timeBudget: {}
@@ -130,7 +136,62 @@ func runDispatch(ctx context.Context, env *environment, opts DispatchOptions) (r
 			return nil, fmt.Errorf("fast deny among slow webhooks, %s: %w", name, err)
 		}
 	}
+	if err := measureShadow(ctx, env, servers[oursServer], webhooks, opts, result); err != nil {
+		return nil, fmt.Errorf("shadow webhook, ours: %w", err)
+	}
 	return result, nil
+}
+
+// measureShadow times creates through an enforced mutating webhook that answers at once,
+// alone and then after a shadow (enforcement mode Audit) that holds every call for
+// SlowHold: the shadow's added latency.
+func measureShadow(ctx context.Context, env *environment, server *apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) (err error) {
+	api := server.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	config := immediateMutatingWebhooks(webhooks, 1)
+	config.Name = "bench-shadow"
+	if _, err := api.Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, api.Delete(context.WithoutCancel(ctx), config.Name, metav1.DeleteOptions{}))
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		before := webhooks.callCount(immediatePath(mutatingKind, 0))
+		if _, err := timeCreates(ctx, server.client, "shadow-probe", 1, false); err != nil {
+			return false, err
+		}
+		return webhooks.callCount(immediatePath(mutatingKind, 0)) > before, nil
+	}); err != nil {
+		return fmt.Errorf("the enforced webhook was never called: %w", err)
+	}
+	env.progressf("dispatch, ours: %d creates through an immediate mutating webhook", opts.DeadCreates)
+	if result.ShadowBaseline, err = timeCreates(ctx, server.client, "shadow-baseline", opts.DeadCreates, false); err != nil {
+		return err
+	}
+	shadow := holdMutatingWebhooks(webhooks, 1).Webhooks[0]
+	shadow.Name = "shadow.bench.portcullis.dev"
+	shadow.ClientConfig = webhooks.clientConfig(holdPath("shadow", 0))
+	current, err := api.Get(ctx, config.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	current.Webhooks = append([]admissionregistrationv1.MutatingWebhook{shadow}, current.Webhooks...)
+	if _, err := api.Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		if _, err := timeCreates(ctx, server.client, "shadow-probe", 1, false); err != nil {
+			return false, err
+		}
+		return webhooks.callCount(holdPath("shadow", 0)) > 0, nil
+	}); err != nil {
+		return fmt.Errorf("the shadow was never called: %w", err)
+	}
+	env.progressf("dispatch, ours: %d creates through a %s shadow and an immediate enforced webhook", opts.DeadCreates, opts.SlowHold)
+	if result.Shadow, err = timeCreates(ctx, server.client, "shadow", opts.DeadCreates, false); err != nil {
+		return err
+	}
+	return deleteLoadPods(ctx, server.client, dispatchNamespace)
 }
 
 // measureOverhead runs each configuration on both servers, repetition by repetition, the

@@ -318,6 +318,16 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	traceFile := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(traceFile, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: Portcullis\n  configuration:\n"+
+		indent("apiVersion: admission.portcullis.io/v1alpha1\nkind: PortcullisConfiguration\nadmissionTrace: {onRequest: true, audit: true}\n", "    ")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	traceAlone, err := portcullisconfig.Load(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traced := &webhook.Configuration{Traced: true}
 	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
 	want := sets.New(stock.Plugins.Registered()...)
 	for _, p := range Plugins() {
@@ -340,6 +350,9 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		{"a Portcullis entry without dispatch", upstreamKind, &portcullisconfig.Configuration{}, false},
 		{"the Portcullis entry's example", upstreamKind, example, true},
 		{"the example, no entry of its own", "", example, true},
+		// The trace alone asks nothing of our dispatch: exactly stock unless asked.
+		{"the admission trace alone", upstreamKind, traceAlone, false},
+		{"a dispatch traced and nothing else", upstreamKind, &portcullisconfig.Configuration{MutatingDispatch: traced, ValidatingDispatch: traced, TraceAudit: true}, false},
 		{"earlier releases' kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n", nil, false},
 		{"earlier releases' kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n", nil, true},
 	}

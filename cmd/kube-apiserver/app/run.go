@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
@@ -48,6 +50,9 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	}
 	// Who may trace is the server's authorizer's to say; it exists only now.
 	admissionTrace.SetAuthorizer(config.KubeAPIs.ControlPlane.Generic.Authorization.Authorizer)
+	if admissionTrace != nil {
+		traceRequests(config)
+	}
 	restore := func() {}
 	resources := config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource
 	for _, gv := range runtimeConfigNamesOurs(resources) {
@@ -81,4 +86,21 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 		return err
 	}
 	return prepared.Run(ctx)
+}
+
+// traceRequests gives every request served its admission trace state, innermost in each
+// server's handler chain (inside upstream's warning recorder): a trace is the request's,
+// whatever admission records upstream makes for it. Only the outermost server's chain runs
+// for a request; each gets the filter so that the choice of outermost is upstream's.
+func traceRequests(config *upstreamapp.Config) {
+	for _, generic := range []*genericapiserver.Config{
+		config.KubeAPIs.ControlPlane.Generic,
+		&config.ApiExtensions.GenericConfig.Config,
+		&config.Aggregator.GenericConfig.Config,
+	} {
+		build := generic.BuildHandlerChainFunc
+		generic.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+			return build(trace.WithRequestHandler(apiHandler), c)
+		}
+	}
 }

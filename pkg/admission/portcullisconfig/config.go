@@ -119,15 +119,24 @@ func (c *Configuration) LogValues() []any {
 		"validatingWebhookDispatch", c.ValidatingDispatch.String(),
 		"enforcementModes", modes,
 		"servedAPIs", served,
-		"admissionTrace", traceValue(c.TraceOnRequest, c.TraceAudit),
+		"admissionTrace", c.traceValue(),
 	}
 }
 
-func traceValue(onRequest, audit bool) string {
-	if !onRequest && !audit {
+// traceValue says whether the trace is on, and how it sees each webhook plugin: as one step
+// (upstream's dispatch) or each webhook as a sub-step (ours).
+func (c *Configuration) traceValue() string {
+	if !c.TraceOnRequest && !c.TraceAudit {
 		return "off"
 	}
-	return fmt.Sprintf("onRequest=%t audit=%t", onRequest, audit)
+	webhooks := func(d *webhook.Configuration) string {
+		if d.Ours() {
+			return "each webhook"
+		}
+		return "the plugin as one step"
+	}
+	return fmt.Sprintf("onRequest=%t audit=%t mutatingWebhooks=%q validatingWebhooks=%q",
+		c.TraceOnRequest, c.TraceAudit, webhooks(c.MutatingDispatch), webhooks(c.ValidatingDispatch))
 }
 
 // Dispatch returns the dispatch settings for a webhook plugin; nil keeps it upstream's.
@@ -263,13 +272,14 @@ func Load(file string) (*Configuration, error) {
 			at, entry.Name, EntryName, field)})
 	}
 	if c.TraceOnRequest || c.TraceAudit {
-		// Each webhook is a step of the trace only through our dispatch, which, with no other
-		// setting of ours, calls webhooks exactly as upstream's does.
-		for _, dispatch := range []**webhook.Configuration{&c.MutatingDispatch, &c.ValidatingDispatch} {
-			if *dispatch == nil {
-				*dispatch = &webhook.Configuration{}
+		// The trace takes the webhook plugins as they are: upstream's plugin is one step,
+		// whatever its webhooks did together; a plugin on our dispatch (asked for by a
+		// setting of webhookDispatch) records each webhook as a sub-step. The trace alone
+		// never moves a plugin onto our dispatch.
+		for _, dispatch := range []*webhook.Configuration{c.MutatingDispatch, c.ValidatingDispatch} {
+			if dispatch.Ours() {
+				dispatch.Traced = true
 			}
-			(*dispatch).Traced = true
 		}
 	}
 	return c, nil

@@ -94,8 +94,16 @@ admissionTrace: {onRequest: true}
 				Modes: webhook.HookModes{{Configuration: "policy", Webhook: "deny.example.com"}: {Warn: true, Audit: true, Label: "Warn+Audit"}}},
 			TraceOnRequest: true,
 		}},
-		{name: "trace alone puts both plugins on our dispatch", file: withEntry("admissionTrace: {audit: true}\n"), want: Configuration{
-			MutatingDispatch: &webhook.Configuration{Traced: true}, ValidatingDispatch: &webhook.Configuration{Traced: true}, TraceAudit: true,
+		// Exactly stock unless asked: the trace takes upstream's webhook plugins as they are.
+		{name: "trace alone leaves both webhook plugins upstream's", file: withEntry("admissionTrace: {audit: true}\n"), want: Configuration{TraceAudit: true}},
+		{name: "trace with one plugin on our dispatch", file: withEntry(`webhookDispatch:
+  validating: {earlyExit: true}
+  mutating: {}
+admissionTrace: {onRequest: true}
+`), want: Configuration{
+			MutatingDispatch:   &webhook.Configuration{},
+			ValidatingDispatch: &webhook.Configuration{EarlyExit: true, Traced: true},
+			TraceOnRequest:     true,
 		}},
 		{name: "the example", file: withEntry(strings.SplitN(Example(), "\n", 3)[2]), want: Configuration{
 			MutatingDispatch:   exampleDispatch(false),
@@ -271,6 +279,14 @@ func TestLogValues(t *testing.T) {
 	}
 	got := fmt.Sprint(c.LogValues())
 	for _, want := range []string{"admissionConfigFile /etc/kubernetes/admission.yaml", "mutatingWebhookDispatch upstream's", "validatingWebhookDispatch Portcullis's: circuitBreaker{failureThreshold: ", "earlyExit", "enforcementModes [SecurityContextDeny=Warn+Audit]", "servedAPIs [policy/v1beta1]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s\nlacks %q", got, want)
+		}
+	}
+	// The trace says how it sees each webhook plugin; it never changes which dispatch runs.
+	c.TraceAudit = true
+	got = fmt.Sprint(c.LogValues())
+	for _, want := range []string{"mutatingWebhookDispatch upstream's", `admissionTrace onRequest=false audit=true mutatingWebhooks="the plugin as one step" validatingWebhooks="each webhook"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s\nlacks %q", got, want)
 		}

@@ -155,10 +155,10 @@ func (w *mutatingAndValidating) Validate(ctx context.Context, a admission.Attrib
 }
 
 func (w *mutating) traceAdmit(ctx context.Context, r *Recorder, a admission.Attributes, o admission.ObjectInterfaces) error {
-	n := r.begin(Mutating)
-	// Only the chain's plugins, each traced, run between two steps: the object as the last
-	// step left it is the object now. One serialization per step, not two.
-	before := r.object
+	ru, n := r.begin(ctx, a, Mutating)
+	// Only the chain's plugins, each traced, run between two steps of a run: the object as
+	// the run's last step left it is the object now. One serialization per step, not two.
+	before := ru.object
 	if before == nil {
 		before = versionedJSON(a, o)
 	}
@@ -169,49 +169,47 @@ func (w *mutating) traceAdmit(ctx context.Context, r *Recorder, a admission.Attr
 	if before != nil && after != nil {
 		s.Paths = ChangedPaths(before, after)
 	}
-	r.object = after
+	ru.object = after
 	s.Reinvoked = a.GetReinvocationContext().IsReinvoke()
-	r.end(ctx, a, Mutating, n, s, err != nil || w.last(Mutating, a.GetOperation()))
+	r.end(ctx, a, ru, Mutating, n, s, err != nil || w.last(Mutating, a.GetOperation()))
 	return err
 }
 
 func (s step) traceValidate(ctx context.Context, r *Recorder, validator admission.ValidationInterface, a admission.Attributes, o admission.ObjectInterfaces) error {
-	n := r.begin(Validating)
+	ru, n := r.begin(ctx, a, Validating)
 	start := time.Now()
 	err := validator.Validate(ctx, a, o)
-	r.end(ctx, a, Validating, n, Step{Name: s.name, Verdict: verdict(err), Duration: time.Since(start)}, err != nil || s.last(Validating, a.GetOperation()))
+	r.end(ctx, a, ru, Validating, n, Step{Name: s.name, Verdict: verdict(err), Duration: time.Since(start)}, err != nil || s.last(Validating, a.GetOperation()))
 	return err
 }
 
-// recorder returns the request's trace, deciding at its first plugin whether it is traced.
+// recorder returns the request's trace, deciding at the first plugin that sees the request
+// whether it is traced. A request without the state the server's handler chain gives it
+// (WithRequestHandler) is not traced.
 func (d *Decorator) recorder(ctx context.Context, a admission.Attributes) *Recorder {
-	rc := a.GetReinvocationContext()
-	switch v := rc.Value(contextKey).(type) {
-	case *Recorder:
-		return v
-	case untraced:
+	q := requestFrom(ctx)
+	if q == nil {
 		return nil
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.decided {
+		return q.recorder
+	}
+	q.decided = true
 	wanted := d.onRequest && a.IsDryRun() && asked(a)
 	if !wanted && !d.audit {
-		// Not asked for: nothing is stored, nothing allocated.
+		// Not asked for: nothing is allocated.
 		return nil
 	}
-	r := newRecorder(false, d.audit)
-	if wanted {
-		// Once per request and phase: the decision is kept below.
-		r.warn = d.allowed(ctx, a)
-	}
-	if !r.warn && !r.audit {
-		rc.SetValue(contextKey, untraced{})
+	// Once per request: the decision is kept in its state.
+	warn := wanted && d.allowed(ctx, a)
+	if !warn && !d.audit {
 		return nil
 	}
-	rc.SetValue(contextKey, r)
-	return r
+	q.recorder = newRecorder(q, warn, d.audit)
+	return q.recorder
 }
-
-// untraced marks a request found not to be traced.
-type untraced struct{}
 
 // asked says whether the request's object carries the annotation asking for the trace.
 func asked(a admission.Attributes) bool {
@@ -244,6 +242,8 @@ func (d *Decorator) allowed(ctx context.Context, a admission.Attributes) bool {
 	if decision == authorizer.DecisionAllow {
 		return true
 	}
+	// The authorizer's reason is for the log: the client is told what it may not do.
+	klog.FromContext(ctx).V(2).Info("Admission trace not returned", "user", attrs.User.GetName(), "decision", decision, "reason", reason)
 	what := resource.Resource
 	if resource.Group != "" {
 		what += "." + resource.Group
@@ -251,9 +251,6 @@ func (d *Decorator) allowed(ctx context.Context, a admission.Attributes) bool {
 	msg := fmt.Sprintf("%snot returned: user %q may not %s %s", WarningPrefix, attrs.User.GetName(), Verb, what)
 	if attrs.Namespace != "" {
 		msg += " in namespace " + attrs.Namespace
-	}
-	if reason != "" {
-		msg += ": " + reason
 	}
 	warning.AddWarning(ctx, "", msg)
 	return false

@@ -60,11 +60,14 @@ func (both) Validate(context.Context, admission.Attributes, admission.ObjectInte
 	return nil
 }
 
-// recorded holds a request's warnings and audit annotations.
+// recorded holds a request's warnings and audit annotations. Like the request's audit event,
+// it keeps the first value of a key and counts the attempts to set another.
 type recorded struct {
 	mu          sync.Mutex
 	warnings    []string
 	annotations map[string]string
+	levels      map[string]auditinternal.Level
+	collisions  []string
 }
 
 func (r *recorded) AddWarning(_, text string) {
@@ -82,10 +85,20 @@ func (a annotatedAttributes) AddAnnotation(k, v string) error {
 	return a.AddAnnotationWithLevel(k, v, auditinternal.LevelMetadata)
 }
 
-func (a annotatedAttributes) AddAnnotationWithLevel(k, v string, _ auditinternal.Level) error {
+func (a annotatedAttributes) AddAnnotationWithLevel(k, v string, level auditinternal.Level) error {
 	a.r.mu.Lock()
 	defer a.r.mu.Unlock()
-	a.r.annotations[k] = v
+	if old, ok := a.r.annotations[k]; ok && old != v {
+		a.r.collisions = append(a.r.collisions, k)
+		return nil
+	}
+	if a.r.annotations == nil {
+		a.r.annotations, a.r.levels = map[string]string{}, map[string]auditinternal.Level{}
+	}
+	if a.r.levels == nil {
+		a.r.levels = map[string]auditinternal.Level{}
+	}
+	a.r.annotations[k], a.r.levels[k] = v, level
 	return nil
 }
 
@@ -95,12 +108,24 @@ func request(dryRun, asked bool, r *recorded) admission.Attributes {
 	if asked {
 		pod.Annotations = map[string]string{Annotation: "true"}
 	}
+	return record(pod, dryRun, r)
+}
+
+// record is a new attributes record of a pod create, as upstream makes one per phase and per
+// attempt.
+func record(pod *api.Pod, dryRun bool, r *recorded) admission.Attributes {
 	a := admission.NewAttributesRecord(pod, nil, corev1.SchemeGroupVersion.WithKind("Pod"), "ns", "p", api.Resource("pods").WithVersion("v1"), "",
 		admission.Create, &metav1.CreateOptions{}, dryRun, &user.DefaultInfo{Name: "alice"})
 	if r == nil {
 		return a
 	}
 	return annotatedAttributes{Attributes: a, r: r}
+}
+
+// requestContext is a request's context as the server's handler chain makes it: its
+// warnings go to r, and it has the trace's state.
+func requestContext(r warning.Recorder) context.Context {
+	return WithRequest(warning.WithWarningRecorder(context.Background(), r))
 }
 
 // onlyAlice lets alice trace pods.
@@ -127,14 +152,17 @@ func chain(d *Decorator, deny error) admission.Interface {
 	return admission.NewChainHandler(handlers...)
 }
 
-// run admits and validates a through c, as the server does (a new record for validation is
-// not needed here: the recorder keeps phases apart).
+// run admits a through c, then validates the object on a new record, as the server does,
+// in one request's context.
 func run(c admission.Interface, a admission.Attributes, r *recorded) error {
-	ctx := warning.WithWarningRecorder(context.Background(), r)
+	return runIn(requestContext(r), c, a, r)
+}
+
+func runIn(ctx context.Context, c admission.Interface, a admission.Attributes, r *recorded) error {
 	if err := c.(admission.MutationInterface).Admit(ctx, a, objectInterfaces); err != nil {
 		return err
 	}
-	return c.(admission.ValidationInterface).Validate(ctx, a, objectInterfaces)
+	return c.(admission.ValidationInterface).Validate(ctx, record(a.GetObject().(*api.Pod), a.IsDryRun(), r), objectInterfaces)
 }
 
 func TestDecorateKeepsPhases(t *testing.T) {
@@ -187,13 +215,13 @@ func TestTrace(t *testing.T) {
 			traceLine("mutating 1 Labeller: admitted, changed /metadata/labels /spec/priorityClassName"),
 			traceLine("mutating 2 Both: admitted"),
 			traceLine("validating 1 Both: admitted"),
-			traceLine(`validating 2 Denier: denied (403): pods "p" is forbidden: no reason`),
+			traceLine(`validating 2 Denier: denied (403)`),
 		}},
 		{name: "asked, not allowed", onRequest: true, dryRun: true, asked: true,
-			wantExactly: []string{WarningPrefix + `not returned: user "alice" may not trace pods in namespace ns: no RBAC rule allows it`}},
+			wantExactly: []string{WarningPrefix + `not returned: user "alice" may not trace pods in namespace ns`}},
 		{name: "not a dry run", onRequest: true, asked: true},
 		{name: "not asked", onRequest: true, dryRun: true},
-		{name: "audit", audit: true, wantAnnotations: []string{"mutating-1", "mutating-1-1", "mutating-2", "validating-1", "validating-2"}},
+		{name: "audit", audit: true, deny: forbidden, wantAnnotations: []string{"mutating-1", "mutating-1-1", "mutating-2", "validating-1", "validating-2", "validating-2" + ReasonSuffix}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,7 +281,7 @@ func TestUntracedAllocatesNothing(t *testing.T) {
 		dryRun bool
 	}{{name: "not a dry run"}, {name: "dry run, not asked", dryRun: true}} {
 		a := request(tc.dryRun, false, nil)
-		ctx := context.Background()
+		ctx := requestContext(discard{})
 		allocs := testing.AllocsPerRun(100, func() {
 			_ = decorated.(admission.MutationInterface).Admit(ctx, a, objectInterfaces)
 			_ = decorated.(admission.ValidationInterface).Validate(ctx, a, objectInterfaces)
@@ -278,8 +306,8 @@ func BenchmarkTrace(b *testing.B) {
 		name          string
 		handler       admission.Interface
 		dryRun, asked bool
-		// fresh makes a new request per operation, as a traced request's steps are kept in
-		// it.
+		// fresh makes a new request (record and context) per operation, as a traced
+		// request's steps are kept in its state.
 		fresh bool
 	}{
 		{name: "undecorated", handler: both},
@@ -290,12 +318,12 @@ func BenchmarkTrace(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			a := request(bc.dryRun, bc.asked, nil)
-			ctx := warning.WithWarningRecorder(context.Background(), discard{})
+			ctx := requestContext(discard{})
 			mutator, validator := bc.handler.(admission.MutationInterface), bc.handler.(admission.ValidationInterface)
 			b.ReportAllocs()
 			for b.Loop() {
 				if bc.fresh {
-					a = request(bc.dryRun, bc.asked, nil)
+					a, ctx = request(bc.dryRun, bc.asked, nil), requestContext(discard{})
 				}
 				_ = mutator.Admit(ctx, a, objectInterfaces)
 				_ = validator.Validate(ctx, a, objectInterfaces)
@@ -339,7 +367,7 @@ func TestQuietStepsShareALine(t *testing.T) {
 		quiet("DeleteOnly", admission.Delete),
 	)
 	r := &recorded{annotations: map[string]string{}}
-	ctx := warning.WithWarningRecorder(context.Background(), r)
+	ctx := requestContext(r)
 	if err := c.Admit(ctx, request(true, true, r), objectInterfaces); err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +399,7 @@ func TestWarningBudget(t *testing.T) {
 		handlers = append(handlers, d.Decorate(&numberer{Handler: admission.NewHandler(admission.Create), n: i}, fmt.Sprintf("Numberer%d", i)))
 	}
 	r := &recorded{}
-	ctx := warning.WithWarningRecorder(context.Background(), r)
+	ctx := requestContext(r)
 	if err := admission.NewChainHandler(handlers...).Admit(ctx, request(true, true, nil), objectInterfaces); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +438,7 @@ func TestLongQuietRunsSplit(t *testing.T) {
 		handlers = append(handlers, d.Decorate(quietPlugin{admission.NewHandler(admission.Create)}, fmt.Sprintf("QuietPlugin%d", i)))
 	}
 	r := &recorded{}
-	ctx := warning.WithWarningRecorder(context.Background(), r)
+	ctx := requestContext(r)
 	if err := admission.NewChainHandler(handlers...).Admit(ctx, request(true, true, nil), objectInterfaces); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -71,13 +73,15 @@ webhookDispatch:
   mutating:
     enforcementModes:
     - {configuration: %[1]s, webhook: %[2]s, modes: [Audit]}
+    - {configuration: %[7]s, webhook: %[8]s, modes: [Audit]}
     idempotencyProbe: {oneIn: 1}
   validating:
     enforcementModes:
     - {configuration: %[3]s, webhook: %[4]s, modes: [Warn]}
     - {configuration: %[5]s, webhook: %[6]s, modes: [Audit]}
 admissionTrace: {onRequest: true, audit: true}
-`, k.configName("shadow"), k.hookName("shadow"), k.configName("warn"), k.hookName("deny-warn"), k.configName("audit"), k.hookName("deny-audit"))
+`, k.configName("shadow"), k.hookName("shadow"), k.configName("warn"), k.hookName("deny-warn"), k.configName("audit"), k.hookName("deny-audit"),
+		k.configName("slow-shadow"), k.hookName("slow-shadow"))
 }
 
 // startRolloutCluster starts the server the rollout cases run on: rolloutPlugins, the
@@ -132,10 +136,26 @@ func metricValue(text, metric string, labels map[string]string) float64 {
 
 const metricWouldDeny = "portcullis_admission_webhook_would_deny_total"
 
+// waitForMetric polls the server's /metrics until the samples of metric with labels sum to
+// more than floor, for at most pollTimeout, and reports whether they did.
+func (c *cluster) waitForMetric(metric string, labels map[string]string, floor float64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		body, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		return err == nil && metricValue(string(body), metric, labels) > floor, nil
+	}) == nil
+}
+
 // testWebhookModes: a ConfigMap every webhook denies or patches is admitted, because each is
 // in a mode that does not enforce; what each would have done is in the warnings, the audit
 // event and the metrics as its mode says. The same denial from a webhook with no mode
 // refuses.
+//
+// Softened webhooks are called off the request path, and the request records the verdicts
+// that are back when its enforced webhooks are done. So that they are, deterministically,
+// an enforced webhook after them in each phase (a gate) answers only once the server has
+// counted the softened verdicts of its phase.
 func testWebhookModes(t *testing.T, e *env, c *cluster) {
 	k := newCase(c, rolloutID)
 	ns := k.namespace(t, nil)
@@ -146,6 +166,27 @@ func testWebhookModes(t *testing.T, e *env, c *cluster) {
 	e.hooks.handle(k.path("shadow"), func(c *call) *admissionv1.AdmissionResponse {
 		return patched(setLabel(c.objectMeta(), "shadowed", "yes"))
 	})
+	var before string // the metrics before the request, read before it is sent
+	gate := func(verdicts ...map[string]string) func(*call) *admissionv1.AdmissionResponse {
+		return func(*call) *admissionv1.AdmissionResponse {
+			for _, labels := range verdicts {
+				if !c.waitForMetric(metricWouldDeny, labels, metricValue(before, metricWouldDeny, labels)) {
+					return denied(fmt.Sprintf("gate: the server never counted %v", labels))
+				}
+			}
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
+	}
+	e.hooks.handle(k.path("gate-mutating"), gate(map[string]string{"name": k.hookName("shadow"), "outcome": webhook.OutcomeWouldPatch}))
+	e.hooks.handle(k.path("gate-validating"), gate(map[string]string{"name": k.hookName("deny-warn")}, map[string]string{"name": k.hookName("deny-audit")}))
+	gateTimeout := ptr(int32(30))
+	gateMutating := mutatingHook(k.hookName("gate-mutating"), e.hooks.clientConfig(k.path("gate-mutating")), k.selector(nil), configMapRule(opCreate))
+	gateMutating.TimeoutSeconds = gateTimeout
+	gateValidating := validatingHook(k.hookName("gate-validating"), e.hooks.clientConfig(k.path("gate-validating")), k.selector(nil), configMapRule(opCreate))
+	gateValidating.TimeoutSeconds = gateTimeout
+	// Configurations are called in the order of their names: the gates' come last.
+	c.createValidating(t, validatingConfig(k.configName("zz-gate"), gateValidating))
+	c.createMutating(t, mutatingConfig(k.configName("zz-gate"), gateMutating))
 	enforced := validatingHook(k.hookName("deny-enforced"), e.hooks.clientConfig(k.path("deny-enforced")), k.selector(nil), configMapRule(opCreate))
 	enforced.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"enforce": "yes"}}
 	for _, cfg := range []*admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -157,7 +198,7 @@ func testWebhookModes(t *testing.T, e *env, c *cluster) {
 	}
 	c.createMutating(t, mutatingConfig(k.configName("shadow"), mutatingHook(k.hookName("shadow"), e.hooks.clientConfig(k.path("shadow")), k.selector(nil), configMapRule(opCreate))))
 
-	before := c.metrics(t)
+	before = c.metrics(t)
 	result := c.create(k.ctx(t), k.configMap(ns, "rolled-out", nil), "")
 	if result.err != nil {
 		t.Fatalf("want admitted: every webhook that matches it is in Warn or Audit; got %v", result.err)
@@ -217,6 +258,45 @@ func testWebhookModes(t *testing.T, e *env, c *cluster) {
 	_, err := k.createConfigMap(t, k.configMap(ns, "enforced", map[string]string{"enforce": "yes"}))
 	wantRefused(t, err, k.hookName("deny-enforced"), "ConfigMaps need an owner label")
 }
+
+// testShadowNeverHoldsTheRequest is issue 37's reproduction: a shadow that answers only
+// after the request's deadline, then an enforced webhook with failurePolicy Fail that
+// admits at once. The request is admitted with the enforced webhook's change, the shadow's
+// never applied, and the shadow's late answer is counted.
+func testShadowNeverHoldsTheRequest(t *testing.T, e *env, c *cluster) {
+	k := newCase(c, rolloutID)
+	ns := k.namespace(t, nil)
+	slow := map[string]string{"slow": "yes"}
+	e.hooks.handle(k.path("slow-shadow"), func(c *call) *admissionv1.AdmissionResponse {
+		time.Sleep(3 * time.Second) // a slow webhook, past the request's 2 s deadline
+		return patched(setLabel(c.objectMeta(), "shadowed", "yes"))
+	})
+	e.hooks.handle(k.path("slow-enforced"), func(c *call) *admissionv1.AdmissionResponse {
+		return patched(setLabel(c.objectMeta(), "enforced", "yes"))
+	})
+	shadow := mutatingHook(k.hookName("slow-shadow"), e.hooks.clientConfig(k.path("slow-shadow")), k.selector(nil), configMapRule(opCreate))
+	shadow.TimeoutSeconds, shadow.ObjectSelector = ptr(int32(30)), &metav1.LabelSelector{MatchLabels: slow}
+	enforced := mutatingHook(k.hookName("slow-enforced"), e.hooks.clientConfig(k.path("slow-enforced")), k.selector(nil), configMapRule(opCreate))
+	enforced.ObjectSelector = &metav1.LabelSelector{MatchLabels: slow}
+	c.createMutating(t, mutatingConfig(k.configName("slow-shadow"), shadow))
+	c.createMutating(t, mutatingConfig(k.configName("slow-zz-enforced"), enforced))
+
+	late := map[string]string{"name": k.hookName("slow-shadow"), "result": webhook.ShadowLate}
+	before := metricValue(c.metrics(t), metricShadowCalls, late)
+	result := c.create(k.ctx(t), k.configMap(ns, "not-held", slow), "2s")
+	if result.err != nil {
+		t.Fatalf("a shadow held or failed the request: %v", result.err)
+	}
+	stored := k.storedConfigMap(t, ns, "not-held")
+	if stored.Labels["enforced"] != "yes" || stored.Labels["shadowed"] != "" {
+		t.Errorf("labels %v: want the enforced webhook's, not the shadow's", stored.Labels)
+	}
+	if !c.waitForMetric(metricShadowCalls, late, before) {
+		t.Errorf("%s %v never rose: the shadow's late answer was not counted", metricShadowCalls, late)
+	}
+}
+
+const metricShadowCalls = "portcullis_admission_webhook_shadow_calls_total"
 
 // testIdempotencyProbe: two mutating webhooks change every ConfigMap; one counts its calls
 // in an annotation, so given its own output it changes it again, the other sets a fixed

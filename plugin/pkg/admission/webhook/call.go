@@ -58,6 +58,16 @@ func (e *EncodedObjects) JSON(obj runtime.Object) ([]byte, error) {
 	return raw, nil
 }
 
+// seed gives obj's JSON, known already (obj is a copy of an object serialized before).
+func (e *EncodedObjects) seed(obj runtime.Object, raw []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.bytes == nil {
+		e.bytes = map[runtime.Object][]byte{}
+	}
+	e.bytes[obj] = raw
+}
+
 // Reset forgets every object's JSON.
 func (e *EncodedObjects) Reset() {
 	e.mu.Lock()
@@ -275,16 +285,20 @@ func (g Guard) CountCut(name, policy string, err error) {
 }
 
 // WarnSkipped tells the client, in a warning, that an Ignore webhook was skipped or failed
-// open for a reason of ours.
+// open for a reason of ours. The warning names the webhook and the verdict only: the
+// failure that opened the breaker (which may name the webhook's URL) and the budget's
+// figures are in the log, and in the breaker's own log lines.
 func WarnSkipped(ctx context.Context, name string, err error) {
 	var open *BreakerOpenError
 	var cut *BudgetError
 	err = reasonOf(err)
 	switch {
 	case errors.As(err, &open):
-		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: %v", name, open))
+		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: circuit breaker open after %d consecutive failed calls", name, open.Failures))
+	case errors.As(err, &cut) && cut.Shed:
+		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: the request's webhook time budget is spent", name))
 	case errors.As(err, &cut):
-		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: %v", name, cut))
+		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) failed open: no answer within the request's webhook time budget", name))
 	}
 }
 

@@ -77,7 +77,8 @@ type Configuration struct {
 	Modes HookModes
 	// Probe, when not nil, turns the idempotency probe on (mutating only).
 	Probe *ProbeSettings
-	// Traced says the admission trace is on: each webhook call is a step of it.
+	// Traced says the admission trace is on: each webhook call is a sub-step of it. It
+	// never puts a plugin on our dispatch by itself (Ours).
 	Traced bool
 }
 
@@ -102,11 +103,12 @@ func (m HookModes) Of(configuration, webhook string) enforcement.Soften {
 	return m[HookKey{Configuration: configuration, Webhook: webhook}]
 }
 
-// Ours says whether the entry asks for anything of our dispatch. When it does not, the
-// plugin is upstream's own, built from Upstream: with no settings of ours the server is
-// stock's.
+// Ours says whether the entry asks for anything of our dispatch: one of the settings of
+// webhookDispatch (circuitBreaker, timeBudget, earlyExit, enforcementModes,
+// idempotencyProbe). When it does not, the plugin is upstream's own, built from Upstream:
+// with no settings of ours the server is stock's. The admission trace is not one of them.
 func (c *Configuration) Ours() bool {
-	return c.Breaker != nil || c.Budget != nil || c.EarlyExit || len(c.Modes) > 0 || c.Probe != nil || c.Traced
+	return c != nil && (c.Breaker != nil || c.Budget != nil || c.EarlyExit || len(c.Modes) > 0 || c.Probe != nil)
 }
 
 // String says which dispatch the settings give a webhook plugin, for the start-up log.

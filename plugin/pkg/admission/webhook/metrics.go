@@ -26,6 +26,7 @@ type Metrics struct {
 	requestDuration    *metrics.HistogramVec
 	wouldDeny          *metrics.CounterVec
 	probes             *metrics.CounterVec
+	shadowCalls        *metrics.CounterVec
 
 	// resources are the resource labels given out, at most maxResourceLabels; mu guards
 	// adding to them.
@@ -71,7 +72,7 @@ func NewMetrics() *Metrics {
 		}, []string{"name", "type", "failure_policy"}),
 		wouldDeny: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "would_deny_total",
-			Help:           "Denials of webhooks in enforcement mode Warn, Audit or both (mode) that the request was admitted despite; for a mutating webhook (a shadow), also its patches not applied (outcome would_patch).",
+			Help:           "Calls of webhooks in enforcement mode Warn, Audit or both (mode) whose outcome, enforced, would have refused or changed the request: a denial (outcome would_deny), a failure that refuses the request (would_fail: a failed call under failurePolicy Fail, a patch that does not apply, ...), a patch not applied (would_patch).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"name", "type", "mode", "outcome"}),
 		probes: metrics.NewCounterVec(&metrics.CounterOpts{
@@ -79,6 +80,11 @@ func NewMetrics() *Metrics {
 			Help:           "Idempotency probes of mutating webhooks, by result: idempotent (its own output came back unchanged), not_idempotent (it changed its own output again), failed (the probe call failed), skipped (every probe slot busy).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"name", "result"}),
+		shadowCalls: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: subsystem, Name: "shadow_calls_total",
+			Help:           "Calls of webhooks in enforcement mode Warn, Audit or both, made off the request path, by result: in_time (answered before the request's dispatch ended: recorded on the response and in the audit event), late (recorded in this process's metrics and log only), dropped (not made: the shadow pool was at its bound).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"name", "type", "result"}),
 		requestDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "request_duration_seconds",
 			Help:           "Time one request spent in one webhook plugin's calls, end to end, by step type and resource (the first 100 resources seen; then other). Requests that call no webhook are not observed.",
@@ -100,7 +106,7 @@ func LegacyMetrics() *Metrics {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(sharedMetrics.breakerState, sharedMetrics.breakerTransitions,
 			sharedMetrics.shortCircuits, sharedMetrics.budgetSheds, sharedMetrics.requestDuration,
-			sharedMetrics.wouldDeny, sharedMetrics.probes)
+			sharedMetrics.wouldDeny, sharedMetrics.probes, sharedMetrics.shadowCalls)
 	})
 	return sharedMetrics
 }
@@ -141,8 +147,14 @@ const (
 	OutcomeWouldPatch = "would_patch"
 )
 
-// WouldDeny counts a webhook call whose denial (would_deny) or patch (would_patch) a mode
-// did not let through.
+func (m *Metrics) shadowCall(name, step, result string) {
+	if m != nil {
+		m.shadowCalls.WithLabelValues(name, step, result).Inc()
+	}
+}
+
+// WouldDeny counts a softened webhook call whose denial (would_deny), refusing failure
+// (would_fail) or patch (would_patch) a mode did not let through.
 func (m *Metrics) WouldDeny(name, step, mode, outcome string) {
 	if m != nil {
 		m.wouldDeny.WithLabelValues(name, step, mode, outcome).Inc()

@@ -29,9 +29,8 @@ const (
 type Softened struct {
 	Name, Configuration string
 	Mode                enforcement.Soften
-	// Step is the metric's step type; AnnotationSuffix is round_R_index_I.
-	Step, AnnotationSuffix string
-	Metrics                *Metrics
+	// AnnotationSuffix is round_R_index_I.
+	AnnotationSuffix string
 }
 
 // wouldDenyRecord is the value of a would-deny audit annotation.
@@ -39,7 +38,9 @@ type wouldDenyRecord struct {
 	Configuration string `json:"configuration"`
 	Webhook       string `json:"webhook"`
 	Mode          string `json:"mode"`
-	Message       string `json:"message"`
+	// Outcome is OutcomeWouldDeny or OutcomeWouldFail.
+	Outcome string `json:"outcome"`
+	Message string `json:"message"`
 }
 
 // shadowPatchRecord is the value of a shadow-patch audit annotation: upstream's patch
@@ -66,20 +67,21 @@ func DenialOf(name string, err error) (string, bool) {
 	return strings.TrimPrefix(msg, fmt.Sprintf("admission webhook %q denied the request: ", name)), ok
 }
 
-// Deny records a denial admitted because of the mode, and returns the trace's verdict.
-func (s Softened) Deny(ctx context.Context, attr admission.Attributes, prefix, msg string) string {
+// deny records a denial admitted because of the mode, and returns the trace's verdict. The
+// shadow pool counts it.
+func (s Softened) deny(ctx context.Context, attr admission.Attributes, prefix, msg string) string {
 	if s.Mode.Warn {
 		warning.AddWarning(ctx, "", fmt.Sprintf("%s would deny this request (enforcement mode %s): %s", s.Name, s.Mode.Label, enforcement.OneLine(msg)))
 	}
 	if s.Mode.Audit {
-		s.annotate(ctx, attr, prefix, wouldDenyRecord{Configuration: s.Configuration, Webhook: s.Name, Mode: s.Mode.Label, Message: msg}, auditinternal.LevelMetadata)
+		s.annotate(ctx, attr, prefix, wouldDenyRecord{Configuration: s.Configuration, Webhook: s.Name, Mode: s.Mode.Label, Outcome: OutcomeWouldDeny, Message: msg}, auditinternal.LevelMetadata)
 	}
-	s.Metrics.WouldDeny(s.Name, s.Step, s.Mode.Label, OutcomeWouldDeny)
 	return fmt.Sprintf("would deny (%s): %s", s.Mode.Label, msg)
 }
 
-// Patch records a shadow webhook's patch, not applied, that would have changed paths.
-func (s Softened) Patch(ctx context.Context, attr admission.Attributes, patch []byte, paths []string) {
+// patch records a shadow webhook's patch, not applied, that would have changed paths. The
+// shadow pool counts it.
+func (s Softened) patch(ctx context.Context, attr admission.Attributes, patch []byte, paths []string) {
 	if s.Mode.Warn {
 		warning.AddWarning(ctx, "", fmt.Sprintf("%s would change %s (enforcement mode %s: its patch is not applied)", s.Name, strings.Join(paths, " "), s.Mode.Label))
 	}
@@ -89,7 +91,6 @@ func (s Softened) Patch(ctx context.Context, attr admission.Attributes, patch []
 		s.annotate(ctx, attr, ShadowPatchPrefix, shadowPatchRecord{Configuration: s.Configuration, Webhook: s.Name, Mode: s.Mode.Label,
 			Patch: patch, PatchType: string(admissionv1.PatchTypeJSONPatch)}, auditinternal.LevelRequest)
 	}
-	s.Metrics.WouldDeny(s.Name, s.Step, s.Mode.Label, OutcomeWouldPatch)
 }
 
 func (s Softened) annotate(ctx context.Context, attr admission.Attributes, prefix string, record any, level auditinternal.Level) {

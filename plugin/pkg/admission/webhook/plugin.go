@@ -23,6 +23,8 @@ type Settings struct {
 	Modes HookModes
 	// Prober, when not nil, probes sampled mutating calls for idempotency.
 	Prober *Prober
+	// Shadows calls the softened webhooks off the request path (nil when no mode softens).
+	Shadows *Shadows
 }
 
 // SourceFactory builds the source of a plugin's webhook configurations (upstream's
@@ -41,6 +43,9 @@ func NewWebhook(step string, cfg *Configuration, source SourceFactory,
 func newWebhook(step string, cfg *Configuration, source SourceFactory,
 	newDispatcher func(*webhookutil.ClientManager, Settings) generic.Dispatcher, metrics *Metrics, clk clock.PassiveClock) (*generic.Webhook, Settings, error) {
 	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics, EarlyExit: cfg.EarlyExit, Modes: cfg.Modes}
+	if len(cfg.Modes) > 0 {
+		d.Shadows = NewShadows(metrics, step)
+	}
 	if cfg.Probe != nil {
 		d.Prober = NewProber(*cfg.Probe, metrics)
 	}

@@ -93,6 +93,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	v := &versionedAttributes{attr: attr, o: o, encoded: encoded}
 	budget := d.settings.Budget.For(ctx)
 	start, called := time.Now(), false
+	var shadows *webhook.ShadowBatch
 	defer func() {
 		if called {
 			d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
@@ -127,33 +128,23 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		}
 
 		configuration := invocation.Webhook.GetConfigurationName()
+		if mode := d.settings.Modes.Of(configuration, hook.Name); mode.Softens() {
+			// A shadow: called off the request path, on a copy of the object as it stands
+			// here; the request goes on at once.
+			if shadows == nil {
+				shadows = d.settings.Shadows.Batch()
+				defer func() { d.recordShadows(ctx, attr, shadows, round) }()
+			}
+			d.submitShadow(shadows, hook, invocation, versionedAttr, encoded, o, webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode,
+				AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i)}, i)
+			continue
+		}
 		annotator := newAnnotator(versionedAttr, round, i, hook.Name, configuration)
 		policy := webhook.Policy(hook.FailurePolicy)
 		ignore := policy == string(admissionregistrationv1.Ignore)
 		t := time.Now()
 		changed := false
 		permit, timeout, cut, skipped := d.settings.Guard.Admit(invocation.Webhook, policy, budget, webhook.OwnTimeout(hook.TimeoutSeconds))
-		if mode := d.settings.Modes.Of(configuration, hook.Name); mode.Softens() {
-			softened := webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode, Step: stepType,
-				AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i), Metrics: d.settings.Metrics}
-			verdict, paths := "", []string(nil)
-			if skipped != nil {
-				err = skipped
-			} else {
-				called = true
-				verdict, paths, err = d.shadow(ctx, hook, invocation, versionedAttr, encoded, timeout, cut, permit, softened)
-			}
-			// A shadow's failures never fail the request: counted as an Ignore webhook's.
-			webhook.ObserveCall(ctx, hook.Name, stepType, versionedAttr, t, err, true, skipped != nil)
-			if err != nil {
-				klog.Warningf("Shadow webhook %v (enforcement mode %s) failed, ignored: %v", hook.Name, mode.Label, err)
-				verdict = fmt.Sprintf("%s (%s: ignored)", webhook.Verdict(err, true, skipped != nil), mode.Label)
-			}
-			if r := trace.From(attr); r != nil {
-				r.Sub(ctx, attr, trace.Mutating, trace.Step{Name: webhook.HookStep(hook.Name, configuration), Verdict: verdict, Paths: paths, Duration: time.Since(t), Reinvoked: round == 1})
-			}
-			continue
-		}
 		var patch []byte
 		if skipped != nil {
 			err = skipped
@@ -263,54 +254,66 @@ func (d *dispatcher) newCall(h *admissionregistrationv1.MutatingWebhook, invocat
 	}
 }
 
-// shadow calls a webhook in enforcement mode Warn and/or Audit: its patch is computed against
-// the object and recorded, never applied, and its denial is recorded, never returned. It
-// returns the trace's verdict, the paths the patch would change, and the call's failure.
-func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation, attr *admission.VersionedAttributes,
-	encoded *webhook.EncodedObjects, timeout time.Duration, cut *webhook.BudgetError, permit webhook.Permit, softened webhook.Softened) (verdict string, paths []string, err error) {
-	outcome := webhook.Abandoned
-	defer func() { permit.Done(outcome, err) }()
-	c := d.newCall(h, invocation, attr, encoded, timeout, cut)
-	outcome, err = c.Do(ctx, func(result *webhookrequest.AdmissionResponse, _ *tracing.Span) (webhook.Outcome, error) {
-		if !result.Allowed {
-			// A shadow never refuses, whatever the code.
-			msg := "denied without a message"
-			if result.Result != nil && result.Result.Message != "" {
-				msg = result.Result.Message
-			}
-			verdict = softened.Deny(ctx, attr.Attributes, webhook.WouldDenyMutatingPrefix, msg)
-			return webhook.Succeeded, nil
-		}
-		verdict = fmt.Sprintf("admitted, no change (%s)", softened.Mode.Label)
-		if len(result.Patch) == 0 {
-			return webhook.Succeeded, nil
-		}
-		patch, err := jsonpatch.DecodePatch(result.Patch)
-		if err != nil {
-			return webhook.Failed, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("received undecodable patch in webhook response: %w", err), Status: apierrors.NewServiceUnavailable("error decoding patch in webhook response")}
-		}
-		current := attr.VersionedObject.Object()
-		if len(patch) == 0 || current == nil {
-			return webhook.Succeeded, nil
-		}
-		if result.PatchType != admissionv1.PatchTypeJSONPatch {
-			return webhook.Failed, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("unsupported patch type %q", result.PatchType), Status: apierrors.NewServiceUnavailable("unsupported patch type")}
-		}
-		currentJSON, err := encoded.JSON(current)
-		if err != nil {
-			return webhook.Succeeded, apierrors.NewInternalError(err)
-		}
-		patchedJSON, err := patch.Apply(currentJSON)
-		if err != nil {
-			return webhook.Failed, &webhookutil.ErrCallingWebhook{WebhookName: h.Name, Reason: fmt.Errorf("patch does not apply: %w", err), Status: apierrors.NewServiceUnavailable("error applying patch")}
-		}
-		if paths = trace.ChangedPaths(currentJSON, patchedJSON); len(paths) > 0 {
-			softened.Patch(ctx, attr.Attributes, result.Patch, paths)
-			verdict = fmt.Sprintf("would change, not applied (%s)", softened.Mode.Label)
-		}
-		return webhook.Succeeded, nil
+// submitShadow queues a call to a webhook in enforcement mode Warn and/or Audit (a shadow)
+// on a copy of attr: its patch is computed against the copy and recorded, never applied,
+// and its denial or failure is recorded, never returned.
+func (d *dispatcher) submitShadow(batch *webhook.ShadowBatch, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
+	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces, softened webhook.Softened, index int) {
+	shadowAttr, shadowEncoded, size, err := webhook.CopyAttributes(attr, encoded)
+	if err != nil {
+		klog.Warningf("Shadow webhook %v not called: its copy of the object could not be made: %v", h.Name, err)
+		return
+	}
+	batch.Submit(webhook.ShadowCall{
+		Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Size: size,
+		Do: func(ctx context.Context) webhook.ShadowVerdict {
+			return d.shadow(ctx, h, invocation, shadowAttr, shadowEncoded, o)
+		},
+		Annotations: func() map[string]string {
+			return webhook.OwnAnnotations(h.Name, webhook.RecordedAnnotations(shadowAttr))
+		},
 	})
-	return verdict, paths, err
+}
+
+// shadow calls a shadow webhook, off the request path, exactly as an enforced call is made
+// (the breaker included, the request's time budget not), on attr, a copy of the request's
+// attributes, and classifies its outcome as the enforced dispatch would act on it.
+func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
+	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces) webhook.ShadowVerdict {
+	policy := webhook.Policy(h.FailurePolicy)
+	ignore := policy == string(admissionregistrationv1.Ignore)
+	t := time.Now()
+	permit, timeout, _, skipped := d.settings.Guard.Admit(invocation.Webhook, policy, webhook.Budget{}, webhook.OwnTimeout(h.TimeoutSeconds))
+	var err error
+	var changed bool
+	var patch []byte
+	if skipped != nil {
+		err = skipped
+	} else {
+		// The annotator writes into the copy; the shadow's patch is recorded under keys of
+		// its own.
+		annotator := newAnnotator(attr, 0, 0, h.Name, invocation.Webhook.GetConfigurationName())
+		changed, patch, err = d.call(ctx, h, invocation, attr, annotator, o, encoded, timeout, nil, permit)
+	}
+	// Upstream's metrics count it as an Ignore webhook's call: it refuses nothing.
+	webhook.ObserveCall(ctx, h.Name, stepType, attr, t, err, true, skipped != nil)
+	verdict := webhook.Classify(h.Name, err, ignore)
+	if err == nil && changed {
+		verdict = webhook.ShadowVerdict{Outcome: webhook.OutcomeWouldPatch, Patch: patch, Paths: trace.PatchPaths(patch)}
+	}
+	return verdict
+}
+
+// recordShadows records on the request the verdicts of the dispatch's shadows that have
+// answered by now; the others are left to the metric and the log.
+func (d *dispatcher) recordShadows(ctx context.Context, attr admission.Attributes, batch *webhook.ShadowBatch, round int) {
+	for _, r := range batch.Harvest() {
+		verdict := r.Record(ctx, attr, webhook.WouldDenyMutatingPrefix)
+		if tr := trace.From(attr); tr != nil {
+			tr.Sub(ctx, attr, trace.Mutating, trace.Step{Name: webhook.HookStep(r.Softened.Name, r.Softened.Configuration), Verdict: verdict,
+				Paths: r.Verdict.Paths, Duration: r.Duration, Reinvoked: round == 1})
+		}
+	}
 }
 
 // apply applies an allowing webhook's patch to attr, within the call's span, and reports

@@ -39,7 +39,9 @@ func objectAnnotations(request *admissionv1.AdmissionRequest) map[string]string 
 
 // TestShadowWebhooks: mutating webhooks in Warn and/or Audit are called, and nothing they
 // answer reaches the object or the verdict: a patch is recorded (audit annotation, warning
-// with its paths, count), a denial is recorded, a failed call under Fail is ignored.
+// with its paths, count), a denial is recorded, a failed call under Fail is recorded as
+// would_fail. The plugin's harvest waits for its shadows here, so what they record on the
+// request is asserted; TestShadowNeverHoldsTheRequest proves a server's never waits.
 func TestShadowWebhooks(t *testing.T) {
 	server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		if r.URL.Path == "/deny" {
@@ -57,12 +59,17 @@ func TestShadowWebhooks(t *testing.T) {
 - {configuration: test-webhooks, webhook: deny.example.com, modes: [Warn]}
 - {configuration: test-webhooks, webhook: dead.example.com, modes: [Audit]}
 `, hooks)
+	p.(*Plugin).settings.Shadows.AwaitForTest()
+	failLabels := map[string]string{"name": "dead.example.com", "type": "admit", "mode": "Audit", "outcome": webhook.OutcomeWouldFail}
+	failsBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", failLabels)
 	patchLabels := map[string]string{"name": "patch.example.com", "type": "admit", "mode": "Warn+Audit", "outcome": webhook.OutcomeWouldPatch}
 	denyLabels := map[string]string{"name": "deny.example.com", "type": "admit", "mode": "Warn", "outcome": webhook.OutcomeWouldDeny}
 	patchesBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", patchLabels)
 	deniesBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", denyLabels)
 
 	attr, err, recorded := admit(t, p)
+	// Counted once delivered: wait for the calls to end.
+	p.(*Plugin).settings.Shadows.Wait()
 	if err != nil {
 		t.Fatalf("want admitted: shadows never fail a request; got %v", err)
 	}
@@ -81,10 +88,17 @@ func TestShadowWebhooks(t *testing.T) {
 	if got := annotations[webhook.ShadowPatchPrefix+"round_0_index_0"]; got != wantPatch {
 		t.Errorf("shadow patch annotation %q, want %q", got, wantPatch)
 	}
+	wantFail := `{"configuration":"test-webhooks","webhook":"dead.example.com","mode":"Audit","outcome":"would_fail","message":"its call failed; enforced, the request would be refused"}`
+	if got := annotations[webhook.WouldDenyMutatingPrefix+"round_0_index_2"]; got != wantFail {
+		t.Errorf("would-fail annotation %q, want %q", got, wantFail)
+	}
 	for key := range annotations {
-		if strings.HasPrefix(key, "patch.webhook.admission.k8s.io/") || strings.HasPrefix(key, "failed-open.") || strings.HasPrefix(key, webhook.WouldDenyMutatingPrefix) {
+		if strings.HasPrefix(key, "patch.webhook.admission.k8s.io/") || strings.HasPrefix(key, "failed-open.") || key == webhook.WouldDenyMutatingPrefix+"round_0_index_1" {
 			t.Errorf("annotation %s recorded: a shadow's patch is not applied, it does not fail open, and the Warn-only denial is not audited", key)
 		}
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", failLabels) - failsBefore; got != 1 {
+		t.Errorf("would_fail count rose by %d, want 1", got)
 	}
 	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", patchLabels) - patchesBefore; got != 1 {
 		t.Errorf("would_patch count rose by %d, want 1", got)

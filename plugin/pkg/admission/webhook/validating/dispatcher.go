@@ -28,8 +28,15 @@ import (
 // dispatcher calls the matching validating webhooks in parallel, as stock does, and returns
 // the first denial (or failure under Fail) to arrive. Stock waits for every call; with
 // EarlyExit, the first denial cancels the calls still out. Either way Dispatch returns only
-// once every call has returned, so nothing a call records (warnings, audit annotations,
-// metrics) is written after the request has been answered.
+// once every enforced call has returned, so nothing a call records (warnings, audit
+// annotations, metrics) is written after the request has been answered.
+//
+// Webhooks in enforcement mode Warn and/or Audit (softened) never hold the request: they are
+// called off the request path, by the plugin's shadow pool, on a copy of the request's
+// attributes, starting when the enforced ones start. Dispatch does not wait for them: once
+// the enforced calls have returned, it records the verdicts of the softened calls that have
+// answered by then; a softened call still out is recorded by the metric and the log only.
+// So the request takes as long as its enforced webhooks, whatever the softened ones do.
 type dispatcher struct {
 	cm       *webhookutil.ClientManager
 	plugin   *Plugin
@@ -64,6 +71,12 @@ func (v *versionedAttributes) VersionedAttribute(gvk schema.GroupVersionKind) (*
 func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) error {
 	v := &versionedAttributes{attr: attr, o: o, byVersion: map[schema.GroupVersionKind]*admission.VersionedAttributes{}}
 	var invocations []*generic.WebhookInvocation
+	// softened are the softened invocations, by their index among every matching webhook.
+	softened := map[int]*generic.WebhookInvocation{}
+	matched := 0
+	// indexes are the enforced invocations' indexes among every matching webhook, as stock
+	// numbers its audit annotations.
+	var indexes []int
 	for _, hook := range hooks {
 		invocation, statusErr := d.plugin.ShouldCallHook(ctx, hook, attr, o, v)
 		if statusErr != nil {
@@ -75,9 +88,15 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		if _, err := v.VersionedAttribute(invocation.Kind); err != nil {
 			return apierrors.NewInternalError(err)
 		}
+		matched++
+		if d.settings.Modes.Of(invocation.Webhook.GetConfigurationName(), invocation.Webhook.GetName()).Softens() {
+			softened[matched-1] = invocation
+			continue
+		}
 		invocations = append(invocations, invocation)
+		indexes = append(indexes, matched-1)
 	}
-	if len(invocations) == 0 {
+	if len(invocations) == 0 && len(softened) == 0 {
 		return nil
 	}
 	select {
@@ -88,6 +107,16 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 
 	// The calls share each version's serialization: the first call to need it makes it.
 	encoded := &webhook.EncodedObjects{}
+	if len(softened) > 0 {
+		batch := d.settings.Shadows.Batch()
+		for index, invocation := range softened {
+			d.submitSoftened(batch, invocation, index, v.byVersion[invocation.Kind], encoded)
+		}
+		defer d.recordSoftened(ctx, attr, batch)
+	}
+	if len(invocations) == 0 {
+		return nil
+	}
 	budget := d.settings.Budget.For(ctx)
 	start := time.Now()
 	defer func() {
@@ -98,7 +127,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	results := make(chan error, len(invocations))
 	for i, invocation := range invocations {
 		go func() {
-			results <- d.callOne(callCtx, ctx, invocation, i, v.byVersion[invocation.Kind], encoded, budget)
+			results <- d.callOne(callCtx, ctx, invocation, indexes[i], v.byVersion[invocation.Kind], encoded, budget)
 		}()
 	}
 	// Every call's result is received, so every call has returned, before Dispatch does.
@@ -119,6 +148,52 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		}
 	}
 	return first
+}
+
+// submitSoftened queues a call to a webhook in Warn and/or Audit on a copy of attr.
+func (d *dispatcher) submitSoftened(batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects) {
+	hook, ok := invocation.Webhook.GetValidatingWebhook()
+	if !ok {
+		utilruntime.HandleError(fmt.Errorf("validating webhook dispatch requires v1.ValidatingWebhook, but got %T", hook))
+		return
+	}
+	configuration := invocation.Webhook.GetConfigurationName()
+	shadowAttr, shadowEncoded, size, err := webhook.CopyAttributes(attr, encoded)
+	if err != nil {
+		klog.Warningf("Softened webhook %v not called: its copy of the object could not be made: %v", hook.Name, err)
+		return
+	}
+	batch.Submit(webhook.ShadowCall{
+		Softened: webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, hook.Name),
+			AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index)},
+		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds), Size: size,
+		Do: func(ctx context.Context) webhook.ShadowVerdict {
+			policy := webhook.Policy(hook.FailurePolicy)
+			t := time.Now()
+			permit, timeout, _, err := d.settings.Guard.Admit(invocation.Webhook, policy, webhook.Budget{}, webhook.OwnTimeout(hook.TimeoutSeconds))
+			skipped := err != nil
+			if !skipped {
+				err = d.call(ctx, hook, invocation, shadowAttr, shadowEncoded, timeout, nil, permit)
+			}
+			// Upstream's metrics count it as an Ignore webhook's call: it refuses nothing.
+			webhook.ObserveCall(ctx, hook.Name, stepType, shadowAttr, t, err, true, skipped)
+			return webhook.Classify(hook.Name, err, policy == string(admissionregistrationv1.Ignore))
+		},
+		Annotations: func() map[string]string {
+			return webhook.OwnAnnotations(hook.Name, webhook.RecordedAnnotations(shadowAttr))
+		},
+	})
+}
+
+// recordSoftened records on the request the verdicts of the softened calls that have
+// answered by now.
+func (d *dispatcher) recordSoftened(ctx context.Context, attr admission.Attributes, batch *webhook.ShadowBatch) {
+	for _, r := range batch.Harvest() {
+		verdict := r.Record(ctx, attr, webhook.WouldDenyValidatingPrefix)
+		if tr := trace.From(attr); tr != nil {
+			tr.Sub(ctx, attr, trace.Validating, trace.Step{Name: webhook.HookStep(r.Softened.Name, r.Softened.Configuration), Verdict: verdict, Duration: r.Duration})
+		}
+	}
 }
 
 // callOne calls one webhook and returns the error the request must fail with, or nil. ctx is
@@ -157,23 +232,9 @@ func (d *dispatcher) callOne(ctx, request context.Context, invocation *generic.W
 		d.settings.Guard.CountCut(hook.Name, policy, err)
 	}
 	configuration := invocation.Webhook.GetConfigurationName()
-	verdict := ""
-	if mode := d.settings.Modes.Of(configuration, hook.Name); mode.Softens() {
-		// A denial is admitted, recorded as the mode says; a failed call is not a verdict
-		// and follows the failure policy below.
-		if msg, ok := webhook.DenialOf(hook.Name, err); ok {
-			softened := webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode, Step: stepType,
-				AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index), Metrics: d.settings.Metrics}
-			verdict = softened.Deny(request, attr.Attributes, webhook.WouldDenyValidatingPrefix, msg)
-			err = nil
-		}
-	}
 	webhook.ObserveCall(request, hook.Name, stepType, attr, t, err, ignore, skipped)
 	if r := trace.From(attr.Attributes); r != nil {
-		if verdict == "" {
-			verdict = webhook.Verdict(err, ignore, skipped)
-		}
-		r.Sub(request, attr.Attributes, trace.Validating, trace.Step{Name: webhook.HookStep(hook.Name, configuration), Verdict: verdict, Duration: time.Since(t)})
+		r.Sub(request, attr.Attributes, trace.Validating, trace.Step{Name: webhook.HookStep(hook.Name, configuration), Verdict: webhook.Verdict(err, ignore, skipped), Duration: time.Since(t)})
 	}
 	if err == nil {
 		return nil

@@ -14,9 +14,10 @@ import (
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/webhooktest"
 )
 
-// TestEnforcementModes: a webhook's 4xx denial is admitted, as a warning and/or an audit
-// annotation and counted, when the webhook is in Warn and/or Audit; a 5xx denial, a failed
-// call under Fail, and a webhook not named are enforced as in stock.
+// TestEnforcementModes: a webhook's denial (4xx or 5xx) is admitted, as a warning and/or an
+// audit annotation and counted, when the webhook is in Warn and/or Audit, and so is a failed
+// call under Fail (would_fail); a webhook not named, and Deny, are enforced as in stock. The
+// plugin's harvest waits for its softened calls here.
 func TestEnforcementModes(t *testing.T) {
 	server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		code := int32(http.StatusForbidden)
@@ -34,18 +35,22 @@ func TestEnforcementModes(t *testing.T) {
 		wantWarning    string
 		wantAnnotation string
 		wantCounted    string
+		outcome        string
 	}{
 		{name: "Warn", hook: webhooktest.ValidatingWebhook("deny.example.com", server.ClientConfig("/deny"), admissionregistrationv1.Fail), modes: "[Warn]",
 			wantWarning: "deny.example.com would deny this request (enforcement mode Warn): pods need an owner label second line", wantCounted: "Warn"},
 		{name: "Audit", hook: webhooktest.ValidatingWebhook("deny.example.com", server.ClientConfig("/deny"), admissionregistrationv1.Fail), modes: "[Audit]",
-			wantAnnotation: `{"configuration":"test-webhooks","webhook":"deny.example.com","mode":"Audit","message":"pods need an owner label\nsecond line"}`, wantCounted: "Audit"},
+			wantAnnotation: `{"configuration":"test-webhooks","webhook":"deny.example.com","mode":"Audit","outcome":"would_deny","message":"pods need an owner label\nsecond line"}`, wantCounted: "Audit"},
 		{name: "Warn and Audit", hook: webhooktest.ValidatingWebhook("deny.example.com", server.ClientConfig("/deny"), admissionregistrationv1.Fail), modes: "[Warn, Audit]",
 			wantWarning:    "deny.example.com would deny this request (enforcement mode Warn+Audit): pods need an owner label second line",
-			wantAnnotation: `{"configuration":"test-webhooks","webhook":"deny.example.com","mode":"Warn+Audit","message":"pods need an owner label\nsecond line"}`, wantCounted: "Warn+Audit"},
-		{name: "a 5xx denial is enforced", hook: webhooktest.ValidatingWebhook("deny.example.com", server.ClientConfig("/broken"), admissionregistrationv1.Fail), modes: "[Warn, Audit]",
-			wantErr: apierrors.IsInternalError},
-		{name: "a failed call under Fail is refused", hook: webhooktest.ValidatingWebhook("deny.example.com", webhooktest.ClosedClientConfig(t, "/deny"), admissionregistrationv1.Fail), modes: "[Warn, Audit]",
-			wantErr: apierrors.IsInternalError},
+			wantAnnotation: `{"configuration":"test-webhooks","webhook":"deny.example.com","mode":"Warn+Audit","outcome":"would_deny","message":"pods need an owner label\nsecond line"}`, wantCounted: "Warn+Audit"},
+		{name: "a 5xx denial", hook: webhooktest.ValidatingWebhook("deny.example.com", server.ClientConfig("/broken"), admissionregistrationv1.Fail), modes: "[Warn, Audit]",
+			wantWarning:    "deny.example.com would deny this request (enforcement mode Warn+Audit): pods need an owner label second line",
+			wantAnnotation: `{"configuration":"test-webhooks","webhook":"deny.example.com","mode":"Warn+Audit","outcome":"would_deny","message":"pods need an owner label\nsecond line"}`, wantCounted: "Warn+Audit"},
+		{name: "a failed call under Fail", hook: webhooktest.ValidatingWebhook("deny.example.com", webhooktest.ClosedClientConfig(t, "/deny"), admissionregistrationv1.Fail), modes: "[Warn, Audit]",
+			wantWarning:    "deny.example.com would fail this request (enforcement mode Warn+Audit): its call failed; enforced, the request would be refused",
+			wantAnnotation: `{"configuration":"test-webhooks","webhook":"deny.example.com","mode":"Warn+Audit","outcome":"would_fail","message":"its call failed; enforced, the request would be refused"}`, wantCounted: "Warn+Audit", outcome: webhook.OutcomeWouldFail},
+		{name: "a failed call under Ignore", hook: webhooktest.ValidatingWebhook("deny.example.com", webhooktest.ClosedClientConfig(t, "/deny"), admissionregistrationv1.Ignore), modes: "[Warn, Audit]"},
 		{name: "another webhook is enforced", hook: webhooktest.ValidatingWebhook("other.example.com", server.ClientConfig("/deny"), admissionregistrationv1.Fail), modes: "[Warn, Audit]",
 			wantErr: apierrors.IsForbidden},
 		{name: "Deny is enforced", hook: webhooktest.ValidatingWebhook("deny.example.com", server.ClientConfig("/deny"), admissionregistrationv1.Fail), modes: "[Deny]",
@@ -55,9 +60,20 @@ func TestEnforcementModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			config := "circuitBreaker: {}\nenforcementModes:\n- {configuration: test-webhooks, webhook: deny.example.com, modes: " + tc.modes + "}\n"
 			p := newInitialized(t, config, []admissionregistrationv1.ValidatingWebhook{tc.hook})
-			labels := map[string]string{"name": tc.hook.Name, "type": "validating", "mode": tc.wantCounted, "outcome": webhook.OutcomeWouldDeny}
+			if shadows := p.(*Plugin).settings.Shadows; shadows != nil {
+				shadows.AwaitForTest()
+			}
+			outcome := webhook.OutcomeWouldDeny
+			if tc.outcome != "" {
+				outcome = tc.outcome
+			}
+			labels := map[string]string{"name": tc.hook.Name, "type": "validating", "mode": tc.wantCounted, "outcome": outcome}
 			before := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", labels)
 			err, recorded := validate(t, p)
+			if shadows := p.(*Plugin).settings.Shadows; shadows != nil {
+				// Counted once delivered: wait for the calls to end.
+				shadows.Wait()
+			}
 			switch {
 			case tc.wantErr == nil && err != nil:
 				t.Fatalf("want admitted, got %v", err)

@@ -1,0 +1,192 @@
+package mutating
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	webhooktesting "k8s.io/apiserver/pkg/admission/plugin/webhook/testing"
+	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/webhooktest"
+)
+
+// TestShadowNeverHoldsTheRequest is issue 37's reproduction: a shadow that does not answer
+// within the request's timeout, then an enforced Fail webhook that admits at once. The
+// request is admitted, with the enforced webhook's patch: the shadow neither spent the time
+// budget nor cancelled the next call. Its verdict, when it comes, is counted as late.
+func TestShadowNeverHoldsTheRequest(t *testing.T) {
+	release := make(chan struct{})
+	server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		if r.URL.Path == "/slow" {
+			<-release
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "too late", Code: http.StatusForbidden}}
+		}
+		jsonPatch := admissionv1.PatchTypeJSONPatch
+		return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/annotations","value":{"enforced":"yes"}}]`)}
+	})
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	hooks := []admissionregistrationv1.ValidatingWebhook{
+		webhooktest.ValidatingWebhook("slow.example.com", server.ClientConfig("/slow"), admissionregistrationv1.Fail),
+		webhooktest.ValidatingWebhook("enforced.example.com", server.ClientConfig("/enforced"), admissionregistrationv1.Fail),
+	}
+	thirty := int32(30)
+	hooks[0].TimeoutSeconds = &thirty
+	p := newInitialized(t, `circuitBreaker: {}
+timeBudget: {}
+enforcementModes:
+- {configuration: test-webhooks, webhook: slow.example.com, modes: [Warn, Audit]}
+`, hooks)
+	late := map[string]string{"name": "slow.example.com", "type": "admit", "result": webhook.ShadowLate}
+	lateBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", late)
+
+	// The request's timeout (2 s) is far below the shadow's (30 s), which never answers
+	// while the request is under way.
+	ctx, cancel := context.WithTimeout(endpointsrequest.WithReceivedTimestamp(context.Background(), time.Now()), 2*time.Second)
+	defer cancel()
+	attr := webhooktesting.NewAttribute(webhooktest.Namespace, nil, false)
+	err := p.(admission.MutationInterface).Admit(ctx, attr, webhooktesting.NewObjectInterfacesForTest())
+	if err != nil {
+		t.Fatalf("want admitted: a shadow can never fail a request; got %v", err)
+	}
+	if got := attr.GetObject().(metav1.Object).GetAnnotations()["enforced"]; got != "yes" {
+		t.Errorf("the enforced webhook's patch is missing: annotations %v", attr.GetObject().(metav1.Object).GetAnnotations())
+	}
+	close(release)
+	released = true
+	p.(*Plugin).settings.Shadows.Wait()
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", late) - lateBefore; got != 1 {
+		t.Errorf("late shadow calls rose by %d, want 1", got)
+	}
+}
+
+// TestShadowVerdictsMatchEnforcement: for each way upstream's mutating dispatcher refuses a
+// request (a denial, a failed call under Fail, a patch that does not apply, an undecodable
+// patch or a patch type other than JSONPatch under Fail, a patch on DELETE), the webhook in
+// Audit records the refusal, with the outcome that says why; for what upstream lets
+// through (a failed call under Ignore, an allowing answer), it records none; a patch that
+// changes the object is recorded as would_patch.
+func TestShadowVerdictsMatchEnforcement(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		jsonPatch, other := admissionv1.PatchTypeJSONPatch, admissionv1.PatchType("MergePatch")
+		switch r.URL.Path {
+		case "/deny":
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "no", Code: http.StatusForbidden}}
+		case "/deny-500":
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "no", Code: http.StatusInternalServerError}}
+		case "/unappliable":
+			return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/spec/nothing/here","value":"x"}]`)}
+		case "/undecodable":
+			return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`{"not":"a patch"}`)}
+		case "/other-type":
+			return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &other, Patch: []byte(`{"metadata":{"labels":{"x":"y"}}}`)}
+		case "/patch":
+			return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/annotations","value":{"x":"y"}}]`)}
+		}
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	for _, tc := range []struct {
+		name, path string
+		policy     admissionregistrationv1.FailurePolicyType
+		dead       bool
+		delete     bool
+		// want is the outcome recorded ("": none).
+		want string
+	}{
+		{name: "denial", path: "/deny", policy: admissionregistrationv1.Fail, want: webhook.OutcomeWouldDeny},
+		{name: "denial with a 5xx code", path: "/deny-500", policy: admissionregistrationv1.Ignore, want: webhook.OutcomeWouldDeny},
+		{name: "failed call under Fail", path: "/dead", dead: true, policy: admissionregistrationv1.Fail, want: webhook.OutcomeWouldFail},
+		{name: "failed call under Ignore", path: "/dead", dead: true, policy: admissionregistrationv1.Ignore},
+		{name: "patch that does not apply, under Ignore", path: "/unappliable", policy: admissionregistrationv1.Ignore, want: webhook.OutcomeWouldFail},
+		{name: "undecodable patch under Fail", path: "/undecodable", policy: admissionregistrationv1.Fail, want: webhook.OutcomeWouldFail},
+		{name: "undecodable patch under Ignore", path: "/undecodable", policy: admissionregistrationv1.Ignore},
+		{name: "patch type other than JSONPatch under Fail", path: "/other-type", policy: admissionregistrationv1.Fail, want: webhook.OutcomeWouldFail},
+		{name: "patch type other than JSONPatch under Ignore", path: "/other-type", policy: admissionregistrationv1.Ignore},
+		{name: "patch on DELETE, under Ignore", path: "/patch", policy: admissionregistrationv1.Ignore, delete: true, want: webhook.OutcomeWouldFail},
+		{name: "patch that changes the object", path: "/patch", policy: admissionregistrationv1.Fail, want: webhook.OutcomeWouldPatch},
+		{name: "allowed", path: "/allow", policy: admissionregistrationv1.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := server.ClientConfig(tc.path)
+			if tc.dead {
+				cc = webhooktest.ClosedClientConfig(t, tc.path)
+			}
+			hooks := []admissionregistrationv1.ValidatingWebhook{webhooktest.ValidatingWebhook("hook.example.com", cc, tc.policy)}
+			request := func(p admission.Interface) (error, *webhooktest.Recorder) {
+				ctx, attr, recorded := webhooktest.Request(t)
+				if tc.delete {
+					attr = deleteAttributes(t, attr)
+				}
+				err := p.(admission.MutationInterface).Admit(ctx, attr, webhooktesting.NewObjectInterfacesForTest())
+				recorded.Returned()
+				return err, recorded
+			}
+			enforcedErr, _ := request(newInitialized(t, "circuitBreaker: {}\n", hooks))
+			shadowed := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: hook.example.com, modes: [Audit]}\n", hooks)
+			shadowed.(*Plugin).settings.Shadows.AwaitForTest()
+			outcomes := []string{webhook.OutcomeWouldDeny, webhook.OutcomeWouldFail, webhook.OutcomeWouldPatch}
+			count := func(outcome string) uint64 {
+				return webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", map[string]string{"name": "hook.example.com", "type": "admit", "mode": "Audit", "outcome": outcome})
+			}
+			before := map[string]uint64{}
+			for _, o := range outcomes {
+				before[o] = count(o)
+			}
+			shadowErr, recorded := request(shadowed)
+			shadowed.(*Plugin).settings.Shadows.Wait()
+			if shadowErr != nil {
+				t.Fatalf("the shadow refused the request: %v", shadowErr)
+			}
+			refusal := tc.want == webhook.OutcomeWouldDeny || tc.want == webhook.OutcomeWouldFail
+			if refused := enforcedErr != nil; refused != refusal {
+				t.Fatalf("enforced, refused: %v (%v); the table says %v: fix the table", refused, enforcedErr, refusal)
+			}
+			got := ""
+			for _, o := range outcomes {
+				if n := count(o) - before[o]; n > 0 {
+					got += o
+				}
+			}
+			annotations := recorded.Annotations()
+			if !tc.delete {
+				// The audit annotation says the same.
+				recordedOutcome := ""
+				if value, ok := annotations[webhook.WouldDenyMutatingPrefix+"round_0_index_0"]; ok {
+					var record struct{ Outcome string }
+					if err := json.Unmarshal([]byte(value), &record); err != nil {
+						t.Fatal(err)
+					}
+					recordedOutcome = record.Outcome
+				}
+				if _, ok := annotations[webhook.ShadowPatchPrefix+"round_0_index_0"]; ok {
+					recordedOutcome += webhook.OutcomeWouldPatch
+				}
+				if recordedOutcome != tc.want {
+					t.Errorf("audit annotation's outcome %q, want %q", recordedOutcome, tc.want)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("would_deny_total counted outcome %q, want %q (enforced: %v); annotations %v", got, tc.want, enforcedErr, annotations)
+			}
+		})
+	}
+}
+
+// deleteAttributes are a DELETE of attr's object: no object, the old object attr's.
+func deleteAttributes(t *testing.T, attr admission.Attributes) admission.Attributes {
+	t.Helper()
+	return admission.NewAttributesRecord(nil, attr.GetObject(), attr.GetKind(), attr.GetNamespace(), attr.GetName(), attr.GetResource(), attr.GetSubresource(),
+		admission.Delete, &metav1.DeleteOptions{}, false, attr.GetUserInfo())
+}

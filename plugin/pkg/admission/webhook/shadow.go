@@ -1,0 +1,450 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/klog/v2"
+)
+
+// Softened webhooks (enforcement mode Warn and/or Audit: mutating shadows and softened
+// validating webhooks) are called off the request path. At its place in the chain a
+// softened webhook is given a copy of the request's attributes (the object as it stood
+// there) and queued; a bounded pool of workers calls it with its own timeout, with a
+// context of its own (never the request's, which may be gone by then), and classifies the
+// outcome exactly as the enforced dispatch would. The request never waits for a softened
+// call: when its plugin's dispatch ends, it records on the response (warnings) and in the
+// audit event the verdicts of the softened calls that have already answered, and leaves
+// the others; the metric and the log have every verdict, early or late.
+//
+// Bounds, per plugin: at most ShadowWorkers calls out at once, at most ShadowQueue calls
+// waiting, and at most ShadowMaxBytes of object JSON (object and old object of every call
+// queued or out) held; a softened call beyond any of them is not made, and is counted as
+// dropped. No worker goroutine outlives the queue's draining.
+const (
+	ShadowWorkers  = 16
+	ShadowQueue    = 256
+	ShadowMaxBytes = 32 << 20
+	// shadowDefaultTimeout bounds a softened call of a webhook without timeoutSeconds.
+	shadowDefaultTimeout = 30 * time.Second
+)
+
+// Outcomes recorded for a softened call, beside OutcomeWouldDeny and OutcomeWouldPatch.
+const (
+	// OutcomeWouldFail: enforced, the call's failure would refuse the request (a failed
+	// call under failurePolicy Fail, a patch that does not apply, a patch on an operation
+	// without an object, ...).
+	OutcomeWouldFail = "would_fail"
+)
+
+// Results of a softened call, for the shadow_calls_total metric.
+const (
+	ShadowInTime  = "in_time"
+	ShadowLate    = "late"
+	ShadowDropped = "dropped"
+)
+
+// ShadowVerdict is what a softened call found, classified as the enforced dispatch would
+// have acted on it.
+type ShadowVerdict struct {
+	// Outcome is OutcomeWouldDeny, OutcomeWouldFail or OutcomeWouldPatch, or "" when the
+	// enforced webhook would have let the request through unchanged (admitted, or failed
+	// open under Ignore).
+	Outcome string
+	// Message is the webhook's denial message (would_deny).
+	Message string
+	// Reason is why the call failed (would_fail, or failed open): for the log only, as it
+	// may name the webhook's URL.
+	Reason error
+	// Patch and Paths: the patch not applied and the paths it would change (would_patch).
+	Patch []byte
+	Paths []string
+	// FailedOpen: enforced, the webhook would have been failed open (Ignore).
+	FailedOpen bool
+}
+
+// ShadowResult is a softened call's verdict and what the webhook itself asked to record.
+type ShadowResult struct {
+	Softened Softened
+	Verdict  ShadowVerdict
+	// Warnings and Annotations are the webhook's own (its response's warnings and audit
+	// annotations).
+	Warnings    []string
+	Annotations map[string]string
+	Duration    time.Duration
+	// Index orders the results as the chain does.
+	Index int
+}
+
+// ShadowCall is a softened call to make off the request path.
+type ShadowCall struct {
+	Softened Softened
+	Index    int
+	// Timeout is the webhook's own (0: none).
+	Timeout time.Duration
+	// Size is the bytes the call's snapshot holds.
+	Size int64
+	// Do makes the call with ctx and the attributes' copy, and classifies it. It must not
+	// touch the request.
+	Do func(ctx context.Context) ShadowVerdict
+	// Annotations returns what the call recorded on its copy of the attributes.
+	Annotations func() map[string]string
+}
+
+// Shadows is one plugin's bounded pool of softened calls.
+type Shadows struct {
+	workers, capacity int
+	maxBytes          int64
+	metrics           *Metrics
+	step              string
+
+	bytes atomic.Int64
+	mu    sync.Mutex
+	// running is the number of workers; queue the calls waiting.
+	running int
+	queue   []shadowJob
+	// wg counts the calls under way, for tests.
+	wg sync.WaitGroup
+	// awaitForTest makes Harvest wait for every call of its batch: only tests set it.
+	awaitForTest bool
+}
+
+type shadowJob struct {
+	call  ShadowCall
+	batch *ShadowBatch
+}
+
+// NewShadows returns a pool with the default bounds.
+func NewShadows(metrics *Metrics, step string) *Shadows {
+	return &Shadows{workers: ShadowWorkers, capacity: ShadowQueue, maxBytes: ShadowMaxBytes, metrics: metrics, step: step}
+}
+
+// AwaitForTest makes every Harvest wait for its batch's calls: tests that assert what a
+// softened call records on the request use it. It must not be set in a server.
+func (s *Shadows) AwaitForTest() { s.awaitForTest = true }
+
+// Wait waits for every call under way (tests).
+func (s *Shadows) Wait() { s.wg.Wait() }
+
+// Batch starts the softened calls of one dispatch.
+func (s *Shadows) Batch() *ShadowBatch {
+	b := &ShadowBatch{shadows: s}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// ShadowBatch gathers the results of one dispatch's softened calls until Harvest.
+type ShadowBatch struct {
+	shadows *Shadows
+	mu      sync.Mutex
+	cond    *sync.Cond
+	results []ShadowResult
+	pending int
+	closed  bool
+}
+
+// Submit queues c, or drops it (counted) when the pool is at a bound. It never blocks.
+func (b *ShadowBatch) Submit(c ShadowCall) {
+	s := b.shadows
+	if s.bytes.Add(c.Size) > s.maxBytes {
+		s.bytes.Add(-c.Size)
+		s.drop(c, "the shadow calls' snapshots are at their byte bound")
+		return
+	}
+	b.mu.Lock()
+	b.pending++
+	b.mu.Unlock()
+	job := shadowJob{call: c, batch: b}
+	s.mu.Lock()
+	switch {
+	case s.running < s.workers:
+		s.running++
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.work(job)
+	case len(s.queue) < s.capacity:
+		s.wg.Add(1)
+		s.queue = append(s.queue, job)
+		s.mu.Unlock()
+	default:
+		s.mu.Unlock()
+		s.bytes.Add(-c.Size)
+		b.mu.Lock()
+		b.pending--
+		b.mu.Unlock()
+		s.drop(c, "the shadow call queue is full")
+	}
+}
+
+func (s *Shadows) drop(c ShadowCall, why string) {
+	s.metrics.shadowCall(c.Softened.Name, s.step, ShadowDropped)
+	klog.V(2).InfoS("Softened webhook call not made", "webhook", c.Softened.Name, "configuration", c.Softened.Configuration, "reason", why)
+}
+
+// work runs job, then the queued calls, and ends when the queue is empty.
+func (s *Shadows) work(job shadowJob) {
+	for {
+		s.run(job)
+		s.wg.Done()
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.running--
+			s.queue = nil
+			s.mu.Unlock()
+			return
+		}
+		job = s.queue[0]
+		s.queue[0] = shadowJob{}
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+	}
+}
+
+func (s *Shadows) run(job shadowJob) {
+	c := job.call
+	defer s.bytes.Add(-c.Size)
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = shadowDefaultTimeout
+	}
+	// A context of the call's own: the request's may be answered, and its warning recorder,
+	// audit event and latency trackers gone, before the call returns.
+	collector := &warningCollector{}
+	ctx, cancel := context.WithTimeout(warning.WithWarningRecorder(context.Background(), collector), timeout)
+	defer cancel()
+	start := time.Now()
+	result := ShadowResult{Softened: c.Softened, Index: c.Index}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				result.Verdict = ShadowVerdict{Outcome: OutcomeWouldFail, Reason: fmt.Errorf("panicked: %v", r)}
+			}
+		}()
+		result.Verdict = c.Do(ctx)
+	}()
+	result.Duration = time.Since(start)
+	result.Warnings = collector.all()
+	result.Annotations = c.Annotations()
+	// Delivered before it is counted: whoever sees the count may rely on the batch
+	// having the result.
+	inTime := job.batch.deliver(result)
+	logShadow(result, inTime)
+	if o := result.Verdict.Outcome; o != "" {
+		s.metrics.WouldDeny(c.Softened.Name, s.step, c.Softened.Mode.Label, o)
+	}
+	if inTime {
+		s.metrics.shadowCall(c.Softened.Name, s.step, ShadowInTime)
+	} else {
+		s.metrics.shadowCall(c.Softened.Name, s.step, ShadowLate)
+	}
+}
+
+func logShadow(r ShadowResult, inTime bool) {
+	v := r.Verdict
+	keys := []any{"webhook", r.Softened.Name, "configuration", r.Softened.Configuration, "mode", r.Softened.Mode.Label, "recordedOnRequest", inTime}
+	switch {
+	case v.Outcome == OutcomeWouldFail:
+		klog.InfoS("Softened webhook would fail the request if enforced", append(keys, "reason", fmt.Sprint(v.Reason))...)
+	case v.Outcome == OutcomeWouldDeny:
+		klog.InfoS("Softened webhook would deny the request if enforced", append(keys, "message", v.Message)...)
+	case v.Outcome == OutcomeWouldPatch:
+		klog.V(2).InfoS("Shadow webhook's patch not applied", append(keys, "paths", v.Paths)...)
+	case v.FailedOpen:
+		klog.InfoS("Softened webhook failed; it would fail open (failurePolicy Ignore) if enforced", append(keys, "reason", fmt.Sprint(v.Reason))...)
+	}
+}
+
+func (b *ShadowBatch) deliver(r ShadowResult) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pending--
+	if b.closed {
+		return false
+	}
+	b.results = append(b.results, r)
+	b.cond.Broadcast()
+	return true
+}
+
+// Harvest closes the batch and returns the results in by now, in the chain's order; it
+// never waits (but in tests that asked it to). Results that come later are the metric's
+// and the log's only.
+func (b *ShadowBatch) Harvest() []ShadowResult {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shadows.awaitForTest {
+		for b.pending > 0 {
+			b.cond.Wait()
+		}
+	}
+	b.closed = true
+	results := b.results
+	b.results = nil
+	// Few results: insertion sort keeps the chain's order.
+	for i := 1; i < len(results); i++ {
+		for j := i; j > 0 && results[j].Index < results[j-1].Index; j-- {
+			results[j], results[j-1] = results[j-1], results[j]
+		}
+	}
+	return results
+}
+
+type warningCollector struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningCollector) AddWarning(_, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningCollector) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.warnings...)
+}
+
+// Record records a softened call's result on the request (ctx's warnings, attr's audit
+// annotations) as its mode says, and returns the trace's verdict. What the client and the
+// audit event see:
+//   - Warn: a warning naming the webhook and the verdict (the denial's message for
+//     would_deny, never a failure's reason, which goes to the log), and the webhook's own
+//     warnings, as the client would get them once it is enforced;
+//   - Audit: an annotation with the verdict (Metadata level; a patch's at Request level), and
+//     the webhook's own audit annotations, as the audit event would get them once enforced.
+//
+// So Audit alone sends the client nothing, and Warn alone adds nothing to the audit event.
+func (r ShadowResult) Record(ctx context.Context, attr admission.Attributes, prefix string) string {
+	s, v := r.Softened, r.Verdict
+	if s.Mode.Warn {
+		for _, w := range r.Warnings {
+			warning.AddWarning(ctx, "", w)
+		}
+	}
+	if s.Mode.Audit {
+		for k, val := range r.Annotations {
+			if err := attr.AddAnnotation(k, val); err != nil {
+				klog.FromContext(ctx).Error(err, "Recording a softened webhook's audit annotation failed", "webhook", s.Name, "key", k)
+			}
+		}
+	}
+	switch v.Outcome {
+	case OutcomeWouldDeny:
+		return s.deny(ctx, attr, prefix, v.Message)
+	case OutcomeWouldFail:
+		return s.fail(ctx, attr, prefix)
+	case OutcomeWouldPatch:
+		s.patch(ctx, attr, v.Patch, v.Paths)
+		return fmt.Sprintf("would change, not applied (%s)", s.Mode.Label)
+	}
+	if v.FailedOpen {
+		return fmt.Sprintf("failed, would fail open (%s)", s.Mode.Label)
+	}
+	return fmt.Sprintf("admitted, no change (%s)", s.Mode.Label)
+}
+
+// Own annotations of a webhook are keyed by its name; the copy of the attributes also
+// holds what the dispatch's own annotator wrote there, which is not the webhook's.
+func OwnAnnotations(name string, all map[string]string) map[string]string {
+	own := map[string]string{}
+	for k, v := range all {
+		if strings.HasPrefix(k, name+"/") {
+			own[k] = v
+		}
+	}
+	return own
+}
+
+// CopyAttributes copies what a softened call needs of a call's attributes: the request's
+// own change (later webhooks, conversion, storage) once the dispatch moves on.
+func CopyAttributes(in *admission.VersionedAttributes, encoded *EncodedObjects) (*admission.VersionedAttributes, *EncodedObjects, int64, error) {
+	var obj, old runtime.Object
+	shadowEncoded := &EncodedObjects{}
+	var size int64
+	if o := in.VersionedObject.Object(); o != nil {
+		raw, err := encoded.JSON(o)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		obj = o.DeepCopyObject()
+		shadowEncoded.seed(obj, raw)
+		size += int64(len(raw))
+	}
+	if o := in.VersionedOldObject.Object(); o != nil {
+		raw, err := encoded.JSON(o)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		old = o.DeepCopyObject()
+		shadowEncoded.seed(old, raw)
+		size += int64(len(raw))
+	}
+	var options runtime.Object
+	if o := in.GetOperationOptions(); o != nil {
+		options = o.DeepCopyObject()
+	}
+	record := admission.NewAttributesRecord(obj, old, in.GetKind(), in.GetNamespace(), in.GetName(), in.GetResource(), in.GetSubresource(),
+		in.GetOperation(), options, in.IsDryRun(), in.GetUserInfo())
+	return &admission.VersionedAttributes{Attributes: record, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old),
+		VersionedKind: in.VersionedKind}, shadowEncoded, size, nil
+}
+
+// RecordedAnnotations are the annotations a copy of the attributes (CopyAttributes's) holds,
+// at every level.
+func RecordedAnnotations(attr *admission.VersionedAttributes) map[string]string {
+	if g, ok := attr.Attributes.(admission.AnnotationsGetter); ok {
+		return g.GetAnnotations(auditinternal.LevelRequestResponse)
+	}
+	return nil
+}
+
+// fail records that, enforced, the webhook would have refused the request for its failure.
+// Neither the warning nor the annotation carries the failure's reason (which may name the
+// webhook's URL): the log does.
+func (s Softened) fail(ctx context.Context, attr admission.Attributes, prefix string) string {
+	const msg = "its call failed; enforced, the request would be refused"
+	if s.Mode.Warn {
+		warning.AddWarning(ctx, "", fmt.Sprintf("%s would fail this request (enforcement mode %s): %s", s.Name, s.Mode.Label, msg))
+	}
+	if s.Mode.Audit {
+		s.annotate(ctx, attr, prefix, wouldDenyRecord{Configuration: s.Configuration, Webhook: s.Name, Mode: s.Mode.Label, Outcome: OutcomeWouldFail, Message: msg}, auditinternal.LevelMetadata)
+	}
+	return fmt.Sprintf("would fail (%s)", s.Mode.Label)
+}
+
+// Classify says what the enforced dispatch would have done with a call's error (nil:
+// admitted), for a webhook of failure policy ignore: upstream's dispatchers refuse the
+// request for a denial, for a failed call under Fail, and for any other error whatever the
+// policy (a patch that does not apply, a patch on an operation without an object, a dry run
+// to a webhook with side effects, ...); they fail a failed call open under Ignore.
+func Classify(name string, err error, ignore bool) ShadowVerdict {
+	if err == nil {
+		return ShadowVerdict{}
+	}
+	var callErr *webhookutil.ErrCallingWebhook
+	if errors.As(err, &callErr) {
+		if ignore {
+			return ShadowVerdict{FailedOpen: true, Reason: callErr}
+		}
+		return ShadowVerdict{Outcome: OutcomeWouldFail, Reason: err}
+	}
+	var rejection *webhookutil.ErrWebhookRejection
+	if errors.As(err, &rejection) {
+		msg := rejection.Status.ErrStatus.Message
+		msg = strings.TrimPrefix(msg, fmt.Sprintf("admission webhook %q denied the request: ", name))
+		return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: msg}
+	}
+	return ShadowVerdict{Outcome: OutcomeWouldFail, Reason: err}
+}
