@@ -12,6 +12,13 @@ GO       ?= go
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 export SOURCE_DATE_EPOCH
 
+# The Go toolchain: go.mod's toolchain line (newer than upstream's declared one, for every
+# standard-library security fix; go.mod's go line keeps go 1.26.0 semantics). Machines come
+# with GOTOOLCHAIN=local, which ignores that line: the export makes every go command of
+# the build, the tests, the scripts and the release use it, for every module of the
+# repository (the go command fetches it through the module proxy once).
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
+
 # One build configuration for everything - binaries, tests and the release - so a cold cache
 # compiles Kubernetes once: static (no cgo) and -trimpath, as release binaries must be.
 export CGO_ENABLED := 0
@@ -178,6 +185,7 @@ verify: ## gofmt, go vet, go.mod tidiness and pins, generated code, NOTICE
 	cd $(STAGING_API) && $(GO) vet ./...
 	cd build/image && $(GO) vet ./... && $(GO) mod tidy -diff
 	hack/verify-kube-version.sh
+	hack/verify-go-toolchain.sh
 	hack/verify-codegen.sh
 	notice=$$(mktemp) && trap 'rm -f $$notice' EXIT && hack/update-notice.sh $$notice >/dev/null && \
 	  { diff -u NOTICE $$notice || { echo "NOTICE is stale: run hack/update-notice.sh" >&2; exit 1; }; }

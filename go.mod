@@ -2,6 +2,8 @@ module github.com/portcullis-k8s/portcullis
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2

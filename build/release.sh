@@ -61,11 +61,12 @@ for platform in "$@"; do
   if [[ ${binaries_only} == false ]]; then
     # The SBOM, by CycloneDX's own generator (pinned in build/image/go.mod as a tool): the
     # modules the main package links for this platform, at the versions go.mod selects, with
-    # licences detected in the module cache. No serial number or timestamp, so that it is
+    # licences detected in the module cache, and the Go standard library at the toolchain's
+    # version (-std), so that a Go vulnerability is found by it. No serial number or timestamp, so that it is
     # reproducible like every other artifact.
     echo "writing ${out}.cdx.json"
     GOOS=${platform%/*} GOARCH=${platform#*/} "${sbom_tool}" app \
-      -json -licenses -noserial -notimestamp -main cmd/kube-apiserver -output "${out}.cdx.json" "${PORTCULLIS_ROOT}"
+      -json -licenses -std -noserial -notimestamp -main cmd/kube-apiserver -output "${out}.cdx.json" "${PORTCULLIS_ROOT}"
     artifacts+=("${platform}/kube-apiserver.cdx.json")
   fi
 done

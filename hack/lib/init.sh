@@ -5,6 +5,11 @@ set -o errexit -o nounset -o pipefail
 PORTCULLIS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export PORTCULLIS_ROOT
 
+# The Go toolchain is go.mod's toolchain line, as the Makefile exports it (machines come with
+# GOTOOLCHAIN=local, which ignores the line).
+GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "${PORTCULLIS_ROOT}/go.mod")
+export GOTOOLCHAIN
+
 # portcullis::gomod_kube_version prints the k8s.io/kubernetes version that go.mod requires.
 portcullis::gomod_kube_version() {
   (cd "${PORTCULLIS_ROOT}" && go mod edit -json) |

@@ -92,6 +92,11 @@ func TestSBOM(t *testing.T) {
 					t.Errorf("the SBOM has %s at %s, the binary %s", m.Path, c.Version, m.Version)
 				}
 			}
+			// The Go standard library is linked too, at the toolchain's version (-std): a
+			// standard-library vulnerability is found by it.
+			if std, ok := components["std"]; !ok || std.Version != info.GoVersion {
+				t.Errorf("the SBOM lists the standard library as %+v, want std at %s", components["std"], info.GoVersion)
+			}
 			if len(bom.Components) < len(info.Deps) {
 				t.Errorf("the SBOM lists %d components for the binary's %d modules", len(bom.Components), len(info.Deps))
 			}
