@@ -82,7 +82,7 @@ func NewMetrics() *Metrics {
 		}, []string{"name", "result"}),
 		shadowCalls: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "shadow_calls_total",
-			Help:           "Calls of webhooks in enforcement mode Warn, Audit or both, made off the request path, by result: in_time (answered before the request's dispatch ended: recorded on the response and in the audit event), late (recorded in this process's metrics and log only), dropped (not made: the shadow pool was at its bound).",
+			Help:           "Calls of webhooks in enforcement mode Warn, Audit or both, made off the request path, by result: in_time (answered before the request's dispatch ended: recorded on the response and in the audit event), late (recorded in this process's metrics and log only), dropped (not made: the shadow pool was at its bound, or the call waited in its queue past its own timeout).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"name", "type", "result"}),
 		requestDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -227,5 +227,15 @@ func ObserveCall(ctx context.Context, name, stepType string, attr *admission.Ver
 	default:
 		admissionmetrics.Metrics.ObserveWebhookRejection(ctx, name, stepType, op, admissionmetrics.WebhookRejectionAPIServerInternalError, 0)
 		admissionmetrics.Metrics.ObserveWebhook(ctx, name, time.Since(start), true, attr.Attributes, stepType, 0)
+	}
+}
+
+// ObserveSoftenedCall records upstream's webhook metrics for a softened call (enforcement mode
+// Warn and/or Audit), which refuses nothing: its latency, as an admitted call's, whatever the
+// webhook answered; never a rejection (apiserver_admission_webhook_rejection_count). A call
+// not made (skipped) has no latency to record.
+func ObserveSoftenedCall(ctx context.Context, name, stepType string, attr *admission.VersionedAttributes, start time.Time, skipped bool) {
+	if !skipped {
+		admissionmetrics.Metrics.ObserveWebhook(ctx, name, time.Since(start), false, attr.Attributes, stepType, 200)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Softened webhooks (enforcement mode Warn and/or Audit: mutating shadows and softened
@@ -27,14 +28,21 @@ import (
 // audit event the verdicts of the softened calls that have already answered, and leaves
 // the others; the metric and the log have every verdict, early or late.
 //
-// Bounds, per plugin: at most ShadowWorkers calls out at once, at most ShadowQueue calls
-// waiting, and at most ShadowMaxBytes of object JSON (object and old object of every call
-// queued or out) held; a softened call beyond any of them is not made, and is counted as
-// dropped. No worker goroutine outlives the queue's draining.
+// Bounds, per plugin: at most ShadowWorkers calls out at once and at most ShadowQueue calls
+// waiting; and at most ShadowMaxBytes held by the calls' copies, each call's counted as
+// ShadowCopyFactor times the JSON of its object and old object (the JSON itself, and an
+// estimate of the two deep copies made from it: a decoded object takes more memory than its
+// JSON). Room is taken before anything is copied: a softened call beyond a bound is not
+// made, costs the request no copy, and is counted as dropped. A queued call whose own
+// timeout has passed by the time a worker takes it is dropped too (counted), not made: its
+// verdict would come long after its request. No worker goroutine outlives the queue's
+// draining.
 const (
 	ShadowWorkers  = 16
 	ShadowQueue    = 256
 	ShadowMaxBytes = 32 << 20
+	// ShadowCopyFactor: a call's bytes are this many times its objects' JSON.
+	ShadowCopyFactor = 3
 	// shadowDefaultTimeout bounds a softened call of a webhook without timeoutSeconds.
 	shadowDefaultTimeout = 30 * time.Second
 )
@@ -92,8 +100,11 @@ type ShadowCall struct {
 	Index    int
 	// Timeout is the webhook's own (0: none).
 	Timeout time.Duration
-	// Size is the bytes the call's snapshot holds.
+	// Size is the bytes the call's copies hold (ShadowCopyFactor times their JSON).
 	Size int64
+	// FailOpenOnPanic: a panic during the call is failed open, as upstream's validating
+	// dispatcher fails it open under failurePolicy Ignore; otherwise it is a would_fail.
+	FailOpenOnPanic bool
 	// Do makes the call with ctx and the attributes' copy, and classifies it. It must not
 	// touch the request.
 	Do func(ctx context.Context) ShadowVerdict
@@ -107,13 +118,16 @@ type Shadows struct {
 	maxBytes          int64
 	metrics           *Metrics
 	step              string
+	clock             clock.PassiveClock
 
 	bytes atomic.Int64
 	mu    sync.Mutex
-	// running is the number of workers; queue the calls waiting.
+	// running is the number of workers; queue the calls waiting; taken the calls given room
+	// (about to be queued, queued or under way), at most workers+capacity.
 	running int
+	taken   int
 	queue   []shadowJob
-	// wg counts the calls under way, for tests.
+	// wg counts the calls queued or under way, for tests.
 	wg sync.WaitGroup
 	// awaitForTest makes Harvest wait for every call of its batch: only tests set it.
 	awaitForTest bool
@@ -122,11 +136,17 @@ type Shadows struct {
 type shadowJob struct {
 	call  ShadowCall
 	batch *ShadowBatch
+	// queued is when the call was queued (zero: a worker took it at once).
+	queued time.Time
 }
 
 // NewShadows returns a pool with the default bounds.
 func NewShadows(metrics *Metrics, step string) *Shadows {
-	return &Shadows{workers: ShadowWorkers, capacity: ShadowQueue, maxBytes: ShadowMaxBytes, metrics: metrics, step: step}
+	return newShadows(metrics, step, ShadowWorkers, ShadowQueue, ShadowMaxBytes, clock.RealClock{})
+}
+
+func newShadows(metrics *Metrics, step string, workers, capacity int, maxBytes int64, clk clock.PassiveClock) *Shadows {
+	return &Shadows{workers: workers, capacity: capacity, maxBytes: maxBytes, metrics: metrics, step: step, clock: clk}
 }
 
 // AwaitForTest makes every Harvest wait for its batch's calls: tests that assert what a
@@ -153,37 +173,114 @@ type ShadowBatch struct {
 	closed  bool
 }
 
-// Submit queues c, or drops it (counted) when the pool is at a bound. It never blocks.
+// Submit queues c, whose copies are made already, or drops it (counted) when the pool is at
+// a bound. It never blocks.
 func (b *ShadowBatch) Submit(c ShadowCall) {
 	s := b.shadows
-	if s.bytes.Add(c.Size) > s.maxBytes {
-		s.bytes.Add(-c.Size)
-		s.drop(c, "the shadow calls' snapshots are at their byte bound")
+	if !s.take() {
+		s.drop(c, "the shadow call queue is full")
 		return
 	}
+	if !s.reserve(c.Size) {
+		s.release()
+		s.drop(c, "the shadow calls' copies are at their byte bound")
+		return
+	}
+	b.enqueue(c)
+}
+
+// SubmitCopy queues a softened call on a copy of attr, or drops it (counted) when the pool is
+// at a bound. Room (a place in the pool, then bytes) is taken before the copy is made, so a
+// call dropped costs the request no copy. bind completes c (Do, Annotations) with the copy
+// of the attributes and of their serialization. It never blocks.
+func (b *ShadowBatch) SubmitCopy(c ShadowCall, attr *admission.VersionedAttributes, encoded *EncodedObjects,
+	bind func(c *ShadowCall, attr *admission.VersionedAttributes, encoded *EncodedObjects)) {
+	s := b.shadows
+	if !s.take() {
+		s.drop(c, "the shadow call queue is full")
+		return
+	}
+	if s.bytes.Load() >= s.maxBytes {
+		// Full already: not even the serialization is needed.
+		s.release()
+		s.drop(c, "the shadow calls' copies are at their byte bound")
+		return
+	}
+	// The JSON is the enforced calls' own (serialized once per object and shared).
+	objJSON, oldJSON, err := objectsJSON(attr, encoded)
+	if err != nil {
+		s.release()
+		klog.Warningf("Softened webhook %v not called: its copy of the object could not be made: %v", c.Softened.Name, err)
+		return
+	}
+	c.Size = ShadowCopyFactor * int64(len(objJSON)+len(oldJSON))
+	if !s.reserve(c.Size) {
+		s.release()
+		s.drop(c, "the shadow calls' copies are at their byte bound")
+		return
+	}
+	shadowAttr, shadowEncoded := copyAttributes(attr, objJSON, oldJSON)
+	bind(&c, shadowAttr, shadowEncoded)
+	b.enqueue(c)
+}
+
+// Settle records a softened webhook's verdict found on the request path, without a call (its
+// matching failed), as a call's verdict is recorded: delivered to the batch, counted and
+// logged.
+func (b *ShadowBatch) Settle(softened Softened, index int, v ShadowVerdict) {
+	b.mu.Lock()
+	b.pending++
+	b.mu.Unlock()
+	b.shadows.finish(b, ShadowResult{Softened: softened, Verdict: v, Index: index})
+}
+
+// take takes a place in the pool (a worker or the queue) for one call, or reports there is
+// none.
+func (s *Shadows) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taken >= s.workers+s.capacity {
+		return false
+	}
+	s.taken++
+	return true
+}
+
+// release gives back a place taken for a call not queued, or ended.
+func (s *Shadows) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taken--
+}
+
+// reserve takes size bytes of the bound, or reports they are not there.
+func (s *Shadows) reserve(size int64) bool {
+	if s.bytes.Add(size) > s.maxBytes {
+		s.bytes.Add(-size)
+		return false
+	}
+	return true
+}
+
+// enqueue hands c, given its place and bytes, to a worker or the queue.
+func (b *ShadowBatch) enqueue(c ShadowCall) {
+	s := b.shadows
 	b.mu.Lock()
 	b.pending++
 	b.mu.Unlock()
 	job := shadowJob{call: c, batch: b}
 	s.mu.Lock()
-	switch {
-	case s.running < s.workers:
+	s.wg.Add(1)
+	if s.running < s.workers {
 		s.running++
-		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.work(job)
-	case len(s.queue) < s.capacity:
-		s.wg.Add(1)
-		s.queue = append(s.queue, job)
-		s.mu.Unlock()
-	default:
-		s.mu.Unlock()
-		s.bytes.Add(-c.Size)
-		b.mu.Lock()
-		b.pending--
-		b.mu.Unlock()
-		s.drop(c, "the shadow call queue is full")
+		return
 	}
+	// Every worker is busy: the place taken is in the queue (taken ≤ workers+capacity).
+	job.queued = s.clock.Now()
+	s.queue = append(s.queue, job)
+	s.mu.Unlock()
 }
 
 func (s *Shadows) drop(c ShadowCall, why string) {
@@ -194,9 +291,16 @@ func (s *Shadows) drop(c ShadowCall, why string) {
 // work runs job, then the queued calls, and ends when the queue is empty.
 func (s *Shadows) work(job shadowJob) {
 	for {
-		s.run(job)
+		if s.expired(job) {
+			s.bytes.Add(-job.call.Size)
+			job.batch.abandon()
+			s.drop(job.call, "its timeout passed while it was queued")
+		} else {
+			s.run(job)
+		}
 		s.wg.Done()
 		s.mu.Lock()
+		s.taken--
 		if len(s.queue) == 0 {
 			s.running--
 			s.queue = nil
@@ -210,13 +314,22 @@ func (s *Shadows) work(job shadowJob) {
 	}
 }
 
+// expired: job waited in the queue for its whole timeout.
+func (s *Shadows) expired(job shadowJob) bool {
+	return !job.queued.IsZero() && s.clock.Since(job.queued) >= shadowTimeout(job.call.Timeout)
+}
+
+func shadowTimeout(t time.Duration) time.Duration {
+	if t <= 0 {
+		return shadowDefaultTimeout
+	}
+	return t
+}
+
 func (s *Shadows) run(job shadowJob) {
 	c := job.call
 	defer s.bytes.Add(-c.Size)
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = shadowDefaultTimeout
-	}
+	timeout := shadowTimeout(c.Timeout)
 	// A context of the call's own: the request's may be answered, and its warning recorder,
 	// audit event and latency trackers gone, before the call returns.
 	collector := &warningCollector{}
@@ -227,25 +340,38 @@ func (s *Shadows) run(job shadowJob) {
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
-				result.Verdict = ShadowVerdict{Outcome: OutcomeWouldFail, Reason: fmt.Errorf("panicked: %v", r)}
+				reason := fmt.Errorf("panicked: %v", r)
+				if c.FailOpenOnPanic {
+					result.Verdict = ShadowVerdict{FailedOpen: true, Reason: reason}
+				} else {
+					result.Verdict = ShadowVerdict{Outcome: OutcomeWouldFail, Reason: reason}
+				}
 			}
 		}()
 		result.Verdict = c.Do(ctx)
 	}()
 	result.Duration = time.Since(start)
 	result.Warnings = collector.all()
-	result.Annotations = c.Annotations()
+	if c.Annotations != nil {
+		result.Annotations = c.Annotations()
+	}
+	s.finish(job.batch, result)
+}
+
+// finish delivers a softened call's result to its batch, then logs and counts it.
+func (s *Shadows) finish(batch *ShadowBatch, result ShadowResult) {
 	// Delivered before it is counted: whoever sees the count may rely on the batch
 	// having the result.
-	inTime := job.batch.deliver(result)
+	inTime := batch.deliver(result)
 	logShadow(result, inTime)
+	name := result.Softened.Name
 	if o := result.Verdict.Outcome; o != "" {
-		s.metrics.WouldDeny(c.Softened.Name, s.step, c.Softened.Mode.Label, o)
+		s.metrics.WouldDeny(name, s.step, result.Softened.Mode.Label, o)
 	}
 	if inTime {
-		s.metrics.shadowCall(c.Softened.Name, s.step, ShadowInTime)
+		s.metrics.shadowCall(name, s.step, ShadowInTime)
 	} else {
-		s.metrics.shadowCall(c.Softened.Name, s.step, ShadowLate)
+		s.metrics.shadowCall(name, s.step, ShadowLate)
 	}
 }
 
@@ -262,6 +388,14 @@ func logShadow(r ShadowResult, inTime bool) {
 	case v.FailedOpen:
 		klog.InfoS("Softened webhook failed; it would fail open (failurePolicy Ignore) if enforced", append(keys, "reason", fmt.Sprint(v.Reason))...)
 	}
+}
+
+// abandon gives up a call of the batch that will not be made.
+func (b *ShadowBatch) abandon() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pending--
+	b.cond.Broadcast()
 }
 
 func (b *ShadowBatch) deliver(r ShadowResult) bool {
@@ -367,29 +501,34 @@ func OwnAnnotations(name string, all map[string]string) map[string]string {
 	return own
 }
 
-// CopyAttributes copies what a softened call needs of a call's attributes: the request's
-// own change (later webhooks, conversion, storage) once the dispatch moves on.
-func CopyAttributes(in *admission.VersionedAttributes, encoded *EncodedObjects) (*admission.VersionedAttributes, *EncodedObjects, int64, error) {
+// objectsJSON is the JSON of attr's object and old object (nil when there is none).
+func objectsJSON(attr *admission.VersionedAttributes, encoded *EncodedObjects) (obj, old []byte, err error) {
+	if o := attr.VersionedObject.Object(); o != nil {
+		if obj, err = encoded.JSON(o); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o := attr.VersionedOldObject.Object(); o != nil {
+		if old, err = encoded.JSON(o); err != nil {
+			return nil, nil, err
+		}
+	}
+	return obj, old, nil
+}
+
+// copyAttributes copies what a softened call needs of a call's attributes, whose objects'
+// JSON is objJSON and oldJSON: the request's own change (later webhooks, conversion,
+// storage) once the dispatch moves on.
+func copyAttributes(in *admission.VersionedAttributes, objJSON, oldJSON []byte) (*admission.VersionedAttributes, *EncodedObjects) {
 	var obj, old runtime.Object
 	shadowEncoded := &EncodedObjects{}
-	var size int64
 	if o := in.VersionedObject.Object(); o != nil {
-		raw, err := encoded.JSON(o)
-		if err != nil {
-			return nil, nil, 0, err
-		}
 		obj = o.DeepCopyObject()
-		shadowEncoded.seed(obj, raw)
-		size += int64(len(raw))
+		shadowEncoded.seed(obj, objJSON)
 	}
 	if o := in.VersionedOldObject.Object(); o != nil {
-		raw, err := encoded.JSON(o)
-		if err != nil {
-			return nil, nil, 0, err
-		}
 		old = o.DeepCopyObject()
-		shadowEncoded.seed(old, raw)
-		size += int64(len(raw))
+		shadowEncoded.seed(old, oldJSON)
 	}
 	var options runtime.Object
 	if o := in.GetOperationOptions(); o != nil {
@@ -398,10 +537,10 @@ func CopyAttributes(in *admission.VersionedAttributes, encoded *EncodedObjects) 
 	record := admission.NewAttributesRecord(obj, old, in.GetKind(), in.GetNamespace(), in.GetName(), in.GetResource(), in.GetSubresource(),
 		in.GetOperation(), options, in.IsDryRun(), in.GetUserInfo())
 	return &admission.VersionedAttributes{Attributes: record, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old),
-		VersionedKind: in.VersionedKind}, shadowEncoded, size, nil
+		VersionedKind: in.VersionedKind}, shadowEncoded
 }
 
-// RecordedAnnotations are the annotations a copy of the attributes (CopyAttributes's) holds,
+// RecordedAnnotations are the annotations a copy of the attributes (SubmitCopy's) holds,
 // at every level.
 func RecordedAnnotations(attr *admission.VersionedAttributes) map[string]string {
 	if g, ok := attr.Attributes.(admission.AnnotationsGetter); ok {

@@ -99,14 +99,35 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
 		}
 	}()
+	defer func() {
+		if shadows != nil {
+			d.recordShadows(ctx, attr, shadows, round)
+		}
+	}()
 
 	for i, accessor := range hooks {
 		attrForCheck := attr
 		if v.current != nil {
 			attrForCheck = v.current
 		}
+		// The mode is known before the matching's error is returned: a shadow's error refuses
+		// nothing.
+		configuration := accessor.GetConfigurationName()
+		mode := d.settings.Modes.Of(configuration, accessor.GetName())
+		softened := webhook.Softened{Name: accessor.GetName(), Configuration: configuration, Mode: mode,
+			AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i)}
+		batch := func() *webhook.ShadowBatch {
+			if shadows == nil {
+				shadows = d.settings.Shadows.Batch()
+			}
+			return shadows
+		}
 		invocation, statusErr := d.plugin.ShouldCallHook(ctx, accessor, attrForCheck, o, v)
 		if statusErr != nil {
+			if mode.Softens() {
+				batch().Settle(softened, i, unmatched(statusErr))
+				continue
+			}
 			return statusErr
 		}
 		if invocation == nil {
@@ -124,19 +145,18 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		versionedAttr, err := v.VersionedAttribute(invocation.Kind)
 		if err != nil {
 			// Wrapped again, as stock's dispatcher wraps its accessor's error.
-			return apierrors.NewInternalError(err)
+			err = apierrors.NewInternalError(err)
+			if mode.Softens() {
+				batch().Settle(softened, i, unmatched(err))
+				continue
+			}
+			return err
 		}
 
-		configuration := invocation.Webhook.GetConfigurationName()
-		if mode := d.settings.Modes.Of(configuration, hook.Name); mode.Softens() {
+		if mode.Softens() {
 			// A shadow: called off the request path, on a copy of the object as it stands
 			// here; the request goes on at once.
-			if shadows == nil {
-				shadows = d.settings.Shadows.Batch()
-				defer func() { d.recordShadows(ctx, attr, shadows, round) }()
-			}
-			d.submitShadow(shadows, hook, invocation, versionedAttr, encoded, o, webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: mode,
-				AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i)}, i)
+			d.submitShadow(batch(), hook, invocation, versionedAttr, encoded, o, softened, i)
 			continue
 		}
 		annotator := newAnnotator(versionedAttr, round, i, hook.Name, configuration)
@@ -259,20 +279,24 @@ func (d *dispatcher) newCall(h *admissionregistrationv1.MutatingWebhook, invocat
 // and its denial or failure is recorded, never returned.
 func (d *dispatcher) submitShadow(batch *webhook.ShadowBatch, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
 	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces, softened webhook.Softened, index int) {
-	shadowAttr, shadowEncoded, size, err := webhook.CopyAttributes(attr, encoded)
-	if err != nil {
-		klog.Warningf("Shadow webhook %v not called: its copy of the object could not be made: %v", h.Name, err)
-		return
-	}
-	batch.Submit(webhook.ShadowCall{
-		Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Size: size,
-		Do: func(ctx context.Context) webhook.ShadowVerdict {
+	// A panic is a would_fail whatever the policy: upstream's mutating dispatcher does not
+	// recover it.
+	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds)}
+	batch.SubmitCopy(call, attr, encoded, func(c *webhook.ShadowCall, shadowAttr *admission.VersionedAttributes, shadowEncoded *webhook.EncodedObjects) {
+		c.Do = func(ctx context.Context) webhook.ShadowVerdict {
 			return d.shadow(ctx, h, invocation, shadowAttr, shadowEncoded, o)
-		},
-		Annotations: func() map[string]string {
+		}
+		c.Annotations = func() map[string]string {
 			return webhook.OwnAnnotations(h.Name, webhook.RecordedAnnotations(shadowAttr))
-		},
+		}
 	})
+}
+
+// unmatched is the verdict of a shadow whose matching (match conditions, selectors, the
+// object's conversion) failed on the request path with err: enforced, err refuses the
+// request.
+func unmatched(err error) webhook.ShadowVerdict {
+	return webhook.ShadowVerdict{Outcome: webhook.OutcomeWouldFail, Reason: fmt.Errorf("matching the request: %w", err)}
 }
 
 // shadow calls a shadow webhook, off the request path, exactly as an enforced call is made
@@ -295,8 +319,8 @@ func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.Muta
 		annotator := newAnnotator(attr, 0, 0, h.Name, invocation.Webhook.GetConfigurationName())
 		changed, patch, err = d.call(ctx, h, invocation, attr, annotator, o, encoded, timeout, nil, permit)
 	}
-	// Upstream's metrics count it as an Ignore webhook's call: it refuses nothing.
-	webhook.ObserveCall(ctx, h.Name, stepType, attr, t, err, true, skipped != nil)
+	// Upstream's metrics: its latency, as an admitted call's; it refuses nothing.
+	webhook.ObserveSoftenedCall(ctx, h.Name, stepType, attr, t, skipped != nil)
 	verdict := webhook.Classify(h.Name, err, ignore)
 	if err == nil && changed {
 		verdict = webhook.ShadowVerdict{Outcome: webhook.OutcomeWouldPatch, Patch: patch, Paths: trace.PatchPaths(patch)}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	webhooktesting "k8s.io/apiserver/pkg/admission/plugin/webhook/testing"
@@ -189,4 +191,86 @@ func deleteAttributes(t *testing.T, attr admission.Attributes) admission.Attribu
 	t.Helper()
 	return admission.NewAttributesRecord(nil, attr.GetObject(), attr.GetKind(), attr.GetNamespace(), attr.GetName(), attr.GetResource(), attr.GetSubresource(),
 		admission.Delete, &metav1.DeleteOptions{}, false, attr.GetUserInfo())
+}
+
+// TestShadowMatchingErrorIsAWouldFail: a mutating webhook under Fail whose match condition
+// fails to evaluate refuses the request when enforced (upstream's 403); as a shadow in Audit
+// the request is admitted and the refusal is recorded as would_fail, as a failed call's is.
+func TestShadowMatchingErrorIsAWouldFail(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	const name = "match-error.mutating.example.com"
+	hooks := webhooktesting.ConvertToMutatingWebhooks([]admissionregistrationv1.ValidatingWebhook{
+		webhooktest.ValidatingWebhook(name, server.ClientConfig("/allow"), admissionregistrationv1.Fail)})
+	// A division by zero: the evaluation fails.
+	hooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "divides", Expression: "object.metadata.name.size() / 0 == 1"}}
+	build := func(config string) admission.Interface {
+		r := runner(webhooktest.Ours(t, config, false))
+		p := r.Build(t)
+		stop := make(chan struct{})
+		t.Cleanup(func() { close(stop) })
+		client, informer := webhooktesting.NewFakeMutatingDataSource(webhooktest.Namespace, hooks, stop)
+		webhooktest.Initialize(t, p, webhooktest.Setup{
+			Resolver: webhooktesting.Wrapper(webhooktesting.NewAuthenticationInfoResolver(new(int32))),
+			Client:   client, Informer: informer, Stop: stop,
+		})
+		return p
+	}
+	if _, err, _ := admit(t, build("circuitBreaker: {}\n")); !apierrors.IsForbidden(err) {
+		t.Fatalf("enforced: want the match condition's error to refuse the request (403), got %v", err)
+	}
+	p := build("enforcementModes:\n- {configuration: test-webhooks, webhook: " + name + ", modes: [Audit]}\n")
+	labels := map[string]string{"name": name, "type": "admit", "mode": "Audit", "outcome": webhook.OutcomeWouldFail}
+	before := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", labels)
+	_, err, recorded := admit(t, p)
+	p.(*Plugin).settings.Shadows.Wait()
+	if err != nil {
+		t.Fatalf("in Audit: want admitted, got %v", err)
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", labels) - before; got != 1 {
+		t.Errorf("would_fail count rose by %d, want 1", got)
+	}
+	annotation := recorded.Annotations()[webhook.WouldDenyMutatingPrefix+"round_0_index_0"]
+	if !strings.Contains(annotation, `"outcome":"would_fail"`) {
+		t.Errorf("audit annotation %q, want a would_fail", annotation)
+	}
+}
+
+// TestShadowDenialIsNoRejection: a shadow in Audit that denies is not counted in upstream's
+// rejection metrics (the request was not rejected); its latency is observed as an admitted
+// call's.
+func TestShadowDenialIsNoRejection(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "no", Code: http.StatusForbidden}}
+	})
+	const name = "audit-deny.mutating.example.com"
+	hooks := []admissionregistrationv1.ValidatingWebhook{webhooktest.ValidatingWebhook(name, server.ClientConfig("/deny"), admissionregistrationv1.Fail)}
+	p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: "+name+", modes: [Audit]}\n", hooks)
+	rejections := func() uint64 {
+		return webhooktest.SampleCount(t, "apiserver_admission_webhook_rejection_count", map[string]string{"name": name})
+	}
+	latency := func(rejected string) uint64 {
+		return webhooktest.SampleCount(t, "apiserver_admission_webhook_admission_duration_seconds", map[string]string{"name": name, "rejected": rejected})
+	}
+	rejectionsBefore, rejectedBefore, admittedBefore := rejections(), latency("true"), latency("false")
+	wouldDeny := map[string]string{"name": name, "outcome": webhook.OutcomeWouldDeny}
+	wouldDenyBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldDeny)
+	_, err, _ := admit(t, p)
+	p.(*Plugin).settings.Shadows.Wait()
+	if err != nil {
+		t.Fatalf("want admitted, got %v", err)
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldDeny) - wouldDenyBefore; got != 1 {
+		t.Fatalf("would_deny count rose by %d, want 1: the shadow did not deny", got)
+	}
+	if got := rejections() - rejectionsBefore; got != 0 {
+		t.Errorf("apiserver_admission_webhook_rejection_count rose by %d for a shadow, want 0", got)
+	}
+	if got := latency("true") - rejectedBefore; got != 0 {
+		t.Errorf("admission_duration_seconds{rejected=true} rose by %d, want 0", got)
+	}
+	if got := latency("false") - admittedBefore; got != 1 {
+		t.Errorf("admission_duration_seconds{rejected=false} rose by %d, want 1", got)
+	}
 }

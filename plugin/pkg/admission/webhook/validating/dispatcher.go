@@ -77,26 +77,41 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	// indexes are the enforced invocations' indexes among every matching webhook, as stock
 	// numbers its audit annotations.
 	var indexes []int
+	// unmatched are the softened webhooks whose matching failed (their verdict: would_fail).
+	var unmatched []unmatchedHook
 	for _, hook := range hooks {
+		// The mode is known before the matching's error is returned: a softened webhook's
+		// error refuses nothing.
+		mode := d.settings.Modes.Of(hook.GetConfigurationName(), hook.GetName())
 		invocation, statusErr := d.plugin.ShouldCallHook(ctx, hook, attr, o, v)
+		var err error
 		if statusErr != nil {
-			return statusErr
+			err = statusErr
+		} else if invocation != nil {
+			if _, convErr := v.VersionedAttribute(invocation.Kind); convErr != nil {
+				err = apierrors.NewInternalError(convErr)
+			}
+		}
+		if err != nil {
+			if !mode.Softens() {
+				return err
+			}
+			matched++
+			unmatched = append(unmatched, unmatchedHook{hook: hook, index: matched - 1, err: err})
+			continue
 		}
 		if invocation == nil {
 			continue
 		}
-		if _, err := v.VersionedAttribute(invocation.Kind); err != nil {
-			return apierrors.NewInternalError(err)
-		}
 		matched++
-		if d.settings.Modes.Of(invocation.Webhook.GetConfigurationName(), invocation.Webhook.GetName()).Softens() {
+		if mode.Softens() {
 			softened[matched-1] = invocation
 			continue
 		}
 		invocations = append(invocations, invocation)
 		indexes = append(indexes, matched-1)
 	}
-	if len(invocations) == 0 && len(softened) == 0 {
+	if len(invocations) == 0 && len(softened) == 0 && len(unmatched) == 0 {
 		return nil
 	}
 	select {
@@ -107,8 +122,11 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 
 	// The calls share each version's serialization: the first call to need it makes it.
 	encoded := &webhook.EncodedObjects{}
-	if len(softened) > 0 {
+	if len(softened) > 0 || len(unmatched) > 0 {
 		batch := d.settings.Shadows.Batch()
+		for _, u := range unmatched {
+			d.settleUnmatched(batch, u)
+		}
 		for index, invocation := range softened {
 			d.submitSoftened(batch, invocation, index, v.byVersion[invocation.Kind], encoded)
 		}
@@ -150,6 +168,23 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	return first
 }
 
+// unmatchedHook is a softened webhook whose matching (match conditions, selectors, the
+// object's conversion) failed on the request path: enforced, err would refuse the request.
+type unmatchedHook struct {
+	hook  upstreamwebhook.WebhookAccessor
+	index int
+	err   error
+}
+
+// settleUnmatched records a softened webhook's failed matching as the would_fail it would be
+// enforced, as its call's verdict would be recorded.
+func (d *dispatcher) settleUnmatched(batch *webhook.ShadowBatch, u unmatchedHook) {
+	name, configuration := u.hook.GetName(), u.hook.GetConfigurationName()
+	batch.Settle(webhook.Softened{Name: name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, name),
+		AnnotationSuffix: fmt.Sprintf("round_0_index_%d", u.index)}, u.index,
+		webhook.ShadowVerdict{Outcome: webhook.OutcomeWouldFail, Reason: fmt.Errorf("matching the request: %w", u.err)})
+}
+
 // submitSoftened queues a call to a webhook in Warn and/or Audit on a copy of attr.
 func (d *dispatcher) submitSoftened(batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects) {
 	hook, ok := invocation.Webhook.GetValidatingWebhook()
@@ -158,30 +193,30 @@ func (d *dispatcher) submitSoftened(batch *webhook.ShadowBatch, invocation *gene
 		return
 	}
 	configuration := invocation.Webhook.GetConfigurationName()
-	shadowAttr, shadowEncoded, size, err := webhook.CopyAttributes(attr, encoded)
-	if err != nil {
-		klog.Warningf("Softened webhook %v not called: its copy of the object could not be made: %v", hook.Name, err)
-		return
-	}
-	batch.Submit(webhook.ShadowCall{
+	policy := webhook.Policy(hook.FailurePolicy)
+	ignore := policy == string(admissionregistrationv1.Ignore)
+	call := webhook.ShadowCall{
 		Softened: webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, hook.Name),
 			AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index)},
-		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds), Size: size,
-		Do: func(ctx context.Context) webhook.ShadowVerdict {
-			policy := webhook.Policy(hook.FailurePolicy)
+		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds),
+		// As upstream's validating dispatcher: a panic fails open under Ignore.
+		FailOpenOnPanic: ignore,
+	}
+	batch.SubmitCopy(call, attr, encoded, func(c *webhook.ShadowCall, shadowAttr *admission.VersionedAttributes, shadowEncoded *webhook.EncodedObjects) {
+		c.Do = func(ctx context.Context) webhook.ShadowVerdict {
 			t := time.Now()
 			permit, timeout, _, err := d.settings.Guard.Admit(invocation.Webhook, policy, webhook.Budget{}, webhook.OwnTimeout(hook.TimeoutSeconds))
 			skipped := err != nil
 			if !skipped {
 				err = d.call(ctx, hook, invocation, shadowAttr, shadowEncoded, timeout, nil, permit)
 			}
-			// Upstream's metrics count it as an Ignore webhook's call: it refuses nothing.
-			webhook.ObserveCall(ctx, hook.Name, stepType, shadowAttr, t, err, true, skipped)
-			return webhook.Classify(hook.Name, err, policy == string(admissionregistrationv1.Ignore))
-		},
-		Annotations: func() map[string]string {
+			// Upstream's metrics: its latency, as an admitted call's; it refuses nothing.
+			webhook.ObserveSoftenedCall(ctx, hook.Name, stepType, shadowAttr, t, skipped)
+			return webhook.Classify(hook.Name, err, ignore)
+		}
+		c.Annotations = func() map[string]string {
 			return webhook.OwnAnnotations(hook.Name, webhook.RecordedAnnotations(shadowAttr))
-		},
+		}
 	})
 }
 

@@ -3,11 +3,13 @@ package validating
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	webhooktesting "k8s.io/apiserver/pkg/admission/plugin/webhook/testing"
@@ -59,5 +61,120 @@ enforcementModes:
 	p.(*Plugin).settings.Shadows.Wait()
 	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", late) - lateBefore; got != 1 {
 		t.Errorf("late softened calls rose by %d, want 1", got)
+	}
+}
+
+// failingMatch is a match condition whose evaluation fails (a division by zero).
+var failingMatch = []admissionregistrationv1.MatchCondition{{Name: "divides", Expression: "object.metadata.name.size() / 0 == 1"}}
+
+// TestSoftenedMatchingErrorIsAWouldFail: a softened webhook under Fail whose match condition
+// fails to evaluate refuses the request when enforced (upstream's 403); in Audit the request
+// is admitted and the refusal is recorded as would_fail (the metric and the audit
+// annotation), as a failed call's is.
+func TestSoftenedMatchingErrorIsAWouldFail(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	hook := webhooktest.ValidatingWebhook("match-error.example.com", server.ClientConfig("/allow"), admissionregistrationv1.Fail)
+	hook.MatchConditions = failingMatch
+	hooks := []admissionregistrationv1.ValidatingWebhook{hook}
+
+	if err, _ := validate(t, newInitialized(t, "circuitBreaker: {}\n", hooks)); !apierrors.IsForbidden(err) {
+		t.Fatalf("enforced: want the match condition's error to refuse the request (403), got %v", err)
+	}
+
+	p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: match-error.example.com, modes: [Audit]}\n", hooks)
+	labels := map[string]string{"name": "match-error.example.com", "type": "validating", "mode": "Audit", "outcome": webhook.OutcomeWouldFail}
+	before := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", labels)
+	err, recorded := validate(t, p)
+	p.(*Plugin).settings.Shadows.Wait()
+	if err != nil {
+		t.Fatalf("in Audit: want admitted, got %v", err)
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", labels) - before; got != 1 {
+		t.Errorf("would_fail count rose by %d, want 1", got)
+	}
+	annotation := recorded.Annotations()[webhook.WouldDenyValidatingPrefix+"round_0_index_0"]
+	if !strings.Contains(annotation, `"outcome":"would_fail"`) {
+		t.Errorf("audit annotation %q, want a would_fail", annotation)
+	}
+}
+
+// TestSoftenedDenialIsNoRejection: a webhook in Audit that denies is not counted in
+// upstream's rejection metrics (the request was not rejected); its latency is observed as an
+// admitted call's.
+func TestSoftenedDenialIsNoRejection(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "no", Code: http.StatusForbidden}}
+	})
+	const name = "audit-deny.validating.example.com"
+	hooks := []admissionregistrationv1.ValidatingWebhook{webhooktest.ValidatingWebhook(name, server.ClientConfig("/deny"), admissionregistrationv1.Fail)}
+	p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: "+name+", modes: [Audit]}\n", hooks)
+	rejections := func() uint64 {
+		return webhooktest.SampleCount(t, "apiserver_admission_webhook_rejection_count", map[string]string{"name": name})
+	}
+	latency := func(rejected string) uint64 {
+		return webhooktest.SampleCount(t, "apiserver_admission_webhook_admission_duration_seconds", map[string]string{"name": name, "rejected": rejected})
+	}
+	rejectionsBefore, rejectedBefore, admittedBefore := rejections(), latency("true"), latency("false")
+	wouldDeny := map[string]string{"name": name, "outcome": webhook.OutcomeWouldDeny}
+	wouldDenyBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldDeny)
+	err, _ := validate(t, p)
+	p.(*Plugin).settings.Shadows.Wait()
+	if err != nil {
+		t.Fatalf("want admitted, got %v", err)
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldDeny) - wouldDenyBefore; got != 1 {
+		t.Fatalf("would_deny count rose by %d, want 1: the webhook did not deny", got)
+	}
+	if got := rejections() - rejectionsBefore; got != 0 {
+		t.Errorf("apiserver_admission_webhook_rejection_count rose by %d for a softened webhook, want 0", got)
+	}
+	if got := latency("true") - rejectedBefore; got != 0 {
+		t.Errorf("admission_duration_seconds{rejected=true} rose by %d, want 0", got)
+	}
+	if got := latency("false") - admittedBefore; got != 1 {
+		t.Errorf("admission_duration_seconds{rejected=false} rose by %d, want 1", got)
+	}
+}
+
+// TestSoftenedPanicFollowsThePolicy: a softened webhook whose call panics is failed open under
+// Ignore, as upstream's validating dispatcher fails it open (no would_fail), and is a
+// would_fail under Fail.
+func TestSoftenedPanicFollowsThePolicy(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	for _, tc := range []struct {
+		policy admissionregistrationv1.FailurePolicyType
+		want   uint64
+	}{
+		{policy: admissionregistrationv1.Ignore, want: 0},
+		{policy: admissionregistrationv1.Fail, want: 1},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			name := "panics-" + strings.ToLower(string(tc.policy)) + ".example.com"
+			hooks := []admissionregistrationv1.ValidatingWebhook{webhooktest.ValidatingWebhook(name, server.ClientConfig("/allow"), tc.policy)}
+			r := runner(webhooktest.Ours(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: "+name+", modes: [Audit]}\n", true))
+			p := r.Build(t)
+			stop := make(chan struct{})
+			t.Cleanup(func() { close(stop) })
+			client, informer := r.Source(hooks, stop)
+			// The resolver panics when the call's client is made.
+			webhooktest.Initialize(t, p, webhooktest.Setup{
+				Resolver: webhooktesting.Wrapper(webhooktesting.NewPanickingAuthenticationInfoResolver("boom")),
+				Client:   client, Informer: informer, Stop: stop,
+			})
+			wouldFail := map[string]string{"name": name, "outcome": webhook.OutcomeWouldFail}
+			before := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldFail)
+			err, _ := validate(t, p)
+			p.(*Plugin).settings.Shadows.Wait()
+			if err != nil {
+				t.Fatalf("want admitted, got %v", err)
+			}
+			if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldFail) - before; got != tc.want {
+				t.Errorf("would_fail count rose by %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

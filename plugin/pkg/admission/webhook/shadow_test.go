@@ -1,0 +1,225 @@
+package webhook
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/component-base/metrics/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+)
+
+func softenedAudit() enforcement.Soften { return enforcement.Soften{Audit: true, Label: "Audit"} }
+
+// countedObject counts its deep copies.
+type countedObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	copies            *atomic.Int32
+}
+
+func (o *countedObject) DeepCopyObject() runtime.Object {
+	o.copies.Add(1)
+	c := *o
+	c.ObjectMeta = *o.ObjectMeta.DeepCopy()
+	return &c
+}
+
+func countedAttributes(copies *atomic.Int32) *admission.VersionedAttributes {
+	obj := &countedObject{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}, copies: copies}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Counted"}
+	record := admission.NewAttributesRecord(obj, nil, gvk, "ns", "x", schema.GroupVersionResource{Version: "v1", Resource: "counteds"}, "",
+		admission.Create, &metav1.CreateOptions{}, false, nil)
+	return &admission.VersionedAttributes{Attributes: record, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(nil), VersionedKind: gvk}
+}
+
+// testShadows is a pool of one worker and a queue of queue, with its metrics registered.
+func testShadows(t *testing.T, queue int, maxBytes int64, clk *clocktesting.FakeClock) *Shadows {
+	t.Helper()
+	m := NewMetrics()
+	testutil.NewFakeKubeRegistry("1.37.0").MustRegister(m.shadowCalls, m.wouldDeny)
+	s := newShadows(m, "validating", 1, queue, maxBytes, clk)
+	t.Cleanup(s.Wait)
+	return s
+}
+
+func shadowCount(t *testing.T, s *Shadows, name, result string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(s.metrics.shadowCalls.WithLabelValues(name, s.step, result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// blockWorker occupies the pool's one worker until the returned function is called.
+func blockWorker(t *testing.T, b *ShadowBatch) (release func()) {
+	t.Helper()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	b.Submit(ShadowCall{Softened: Softened{Name: "blocker.example.com"}, Do: func(context.Context) ShadowVerdict {
+		close(started)
+		<-unblock
+		return ShadowVerdict{}
+	}})
+	<-started
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			close(unblock)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestShadowDroppedWithoutCopy: with every place of the pool taken (its worker busy, its
+// queue full), or its byte bound reached, a softened call is dropped, counted, and its
+// object is never copied; with room, it is copied once and made.
+func TestShadowDroppedWithoutCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		queue    int
+		maxBytes int64
+		want     string
+	}{
+		{name: "queue full", queue: 0, maxBytes: 1 << 20, want: ShadowDropped},
+		{name: "byte bound", queue: 1, maxBytes: 10, want: ShadowDropped},
+		{name: "room", queue: 1, maxBytes: 1 << 20, want: ShadowInTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testShadows(t, tc.queue, tc.maxBytes, clocktesting.NewFakeClock(time.Now()))
+			s.AwaitForTest()
+			b := s.Batch()
+			release := blockWorker(t, b)
+			var copies atomic.Int32
+			var made atomic.Bool
+			b.SubmitCopy(ShadowCall{Softened: Softened{Name: "hook.example.com"}}, countedAttributes(&copies), &EncodedObjects{},
+				func(c *ShadowCall, _ *admission.VersionedAttributes, _ *EncodedObjects) {
+					c.Do = func(context.Context) ShadowVerdict { made.Store(true); return ShadowVerdict{} }
+				})
+			release()
+			b.Harvest()
+			s.Wait()
+			wantCopies, wantMade := int32(0), false
+			if tc.want != ShadowDropped {
+				wantCopies, wantMade = 1, true
+			}
+			if got := copies.Load(); got != wantCopies {
+				t.Errorf("object copied %d times, want %d", got, wantCopies)
+			}
+			if made.Load() != wantMade {
+				t.Errorf("call made: %v, want %v", made.Load(), wantMade)
+			}
+			if got := shadowCount(t, s, "hook.example.com", tc.want); got != 1 {
+				t.Errorf("shadow_calls_total{result=%q} = %v, want 1", tc.want, got)
+			}
+			if got := s.bytes.Load(); got != 0 {
+				t.Errorf("%d bytes still counted once every call ended", got)
+			}
+		})
+	}
+}
+
+// TestShadowCopyBytesCountTheCopies: a call's bytes are ShadowCopyFactor times its JSON.
+func TestShadowCopyBytesCountTheCopies(t *testing.T) {
+	s := testShadows(t, 1, 1<<20, clocktesting.NewFakeClock(time.Now()))
+	b := s.Batch()
+	var copies atomic.Int32
+	attr := countedAttributes(&copies)
+	encoded := &EncodedObjects{}
+	raw, err := encoded.JSON(attr.VersionedObject.Object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan int64, 1)
+	unblock := make(chan struct{})
+	b.SubmitCopy(ShadowCall{Softened: Softened{Name: "hook.example.com"}}, attr, encoded, func(c *ShadowCall, _ *admission.VersionedAttributes, _ *EncodedObjects) {
+		c.Do = func(context.Context) ShadowVerdict {
+			held <- s.bytes.Load()
+			<-unblock
+			return ShadowVerdict{}
+		}
+	})
+	got := <-held
+	close(unblock)
+	if want := int64(ShadowCopyFactor * len(raw)); got != want {
+		t.Errorf("a call holds %d bytes of the bound, want %d (%d× its JSON)", got, want, ShadowCopyFactor)
+	}
+}
+
+// TestShadowQueuedPastItsTimeoutIsDropped: a call still queued when its own timeout has
+// passed is not made, and is counted as dropped; one taken in time is made.
+func TestShadowQueuedPastItsTimeoutIsDropped(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := testShadows(t, 2, 1<<20, clk)
+	s.AwaitForTest()
+	b := s.Batch()
+	release := blockWorker(t, b)
+	var staleMade, freshMade atomic.Bool
+	b.Submit(ShadowCall{Softened: Softened{Name: "stale.example.com"}, Timeout: time.Second,
+		Do: func(context.Context) ShadowVerdict {
+			staleMade.Store(true)
+			return ShadowVerdict{Outcome: OutcomeWouldDeny}
+		}})
+	clk.Step(2 * time.Second)
+	b.Submit(ShadowCall{Softened: Softened{Name: "fresh.example.com"}, Timeout: time.Second,
+		Do: func(context.Context) ShadowVerdict { freshMade.Store(true); return ShadowVerdict{} }})
+	release()
+	results := b.Harvest()
+	s.Wait()
+	if staleMade.Load() {
+		t.Error("a call queued past its timeout was made")
+	}
+	if !freshMade.Load() {
+		t.Error("a call queued within its timeout was not made")
+	}
+	if got := shadowCount(t, s, "stale.example.com", ShadowDropped); got != 1 {
+		t.Errorf("stale call: shadow_calls_total{result=dropped} = %v, want 1", got)
+	}
+	if got := shadowCount(t, s, "fresh.example.com", ShadowDropped); got != 0 {
+		t.Errorf("fresh call: shadow_calls_total{result=dropped} = %v, want 0", got)
+	}
+	for _, r := range results {
+		if r.Softened.Name == "stale.example.com" {
+			t.Errorf("the stale call has a result: %+v", r)
+		}
+	}
+	if got := s.bytes.Load(); got != 0 {
+		t.Errorf("%d bytes still counted once every call ended", got)
+	}
+}
+
+// TestShadowPanicFollowsThePolicy: a panic during a softened call is failed open when the
+// call says so (a validating webhook under Ignore, as upstream's validating dispatcher does),
+// and a would_fail otherwise.
+func TestShadowPanicFollowsThePolicy(t *testing.T) {
+	for _, failOpen := range []bool{true, false} {
+		s := testShadows(t, 1, 1<<20, clocktesting.NewFakeClock(time.Now()))
+		s.AwaitForTest()
+		b := s.Batch()
+		b.Submit(ShadowCall{Softened: Softened{Name: "panics.example.com", Mode: softenedAudit()}, FailOpenOnPanic: failOpen,
+			Do: func(context.Context) ShadowVerdict { panic("boom") }})
+		results := b.Harvest()
+		s.Wait()
+		if len(results) != 1 {
+			t.Fatalf("failOpen %v: %d results, want 1", failOpen, len(results))
+		}
+		v := results[0].Verdict
+		wouldFail, _ := testutil.GetCounterMetricValue(s.metrics.wouldDeny.WithLabelValues("panics.example.com", "validating", "Audit", OutcomeWouldFail))
+		if failOpen {
+			if !v.FailedOpen || v.Outcome != "" || wouldFail != 0 {
+				t.Errorf("failOpen: verdict %+v, would_fail counted %v; want failed open, not counted", v, wouldFail)
+			}
+		} else if v.Outcome != OutcomeWouldFail || wouldFail != 1 {
+			t.Errorf("no failOpen: verdict %+v, would_fail counted %v; want would_fail, counted once", v, wouldFail)
+		}
+	}
+}
