@@ -56,6 +56,13 @@ const (
 	// contextKey is where a record's Recorder sits in the record's reinvocation context, for
 	// the webhook dispatch (From).
 	contextKey = "portcullis.io/admission-trace"
+	// runKey is where a record's admission run sits in the record's reinvocation context:
+	// the run lives as long as its record, and the request's trace holds none of them.
+	runKey = "portcullis.io/admission-trace-run"
+	// maxAttempts bounds the attempts traced: a collection's delete admits each of its
+	// objects (one attempt each), which with audit would put thousands of steps in one
+	// audit event.
+	maxAttempts = 3
 	// maxPaths bounds the paths listed for one step, so that a trace fits the response's
 	// warning budget (4 KiB before upstream truncates each warning).
 	maxPaths = 8
@@ -85,9 +92,6 @@ type Recorder struct {
 	request *requestState
 
 	mu sync.Mutex
-	// runs are the request's admission runs, by the record each runs on (its reinvocation
-	// context, which lives as long as the record).
-	runs map[admission.ReinvocationContext]*admissionRun
 	// attempts counts the request's attempts: a mutating run and the validating run that
 	// follows it, or a validating run alone. open says the last attempt's validating run
 	// has not begun.
@@ -101,6 +105,8 @@ type Recorder struct {
 // attributes record.
 type admissionRun struct {
 	attempt int
+	// untraced: an attempt past maxAttempts, of which nothing is recorded.
+	untraced bool
 	// step is the current plugin step of each phase, sub its sub-steps so far.
 	step [2]int
 	sub  [2]int
@@ -146,14 +152,14 @@ func From(a admission.Attributes) *Recorder {
 }
 
 func newRecorder(q *requestState, warn, audit bool) *Recorder {
-	return &Recorder{request: q, warn: warn, audit: audit, runs: map[admission.ReinvocationContext]*admissionRun{}}
+	return &Recorder{request: q, warn: warn, audit: audit}
 }
 
 // runOf returns a's run, beginning it (and, when it starts a new attempt, the attempt) if
 // it is new. r.mu is held.
 func (r *Recorder) runOf(ctx context.Context, a admission.Attributes, phase Phase) *admissionRun {
 	rc := a.GetReinvocationContext()
-	ru := r.runs[rc]
+	ru, _ := rc.Value(runKey).(*admissionRun)
 	switch {
 	case ru == nil:
 		ru = &admissionRun{}
@@ -163,12 +169,24 @@ func (r *Recorder) runOf(ctx context.Context, a admission.Attributes, phase Phas
 		} else {
 			r.attempts++
 			ru.attempt = r.attempts
-			if ru.attempt > 1 && r.warn {
-				r.warnLine(ctx, fmt.Sprintf("%sattempt %d: admission runs again (the server retries a write that conflicted, or admits the next object)", WarningPrefix, ru.attempt))
+			switch {
+			case ru.attempt > maxAttempts+1:
+			case ru.attempt == maxAttempts+1:
+				if r.warn {
+					r.warnLine(ctx, fmt.Sprintf("%sadmission runs again: the attempts after the %dth are not traced", WarningPrefix, maxAttempts))
+				}
+				if r.audit {
+					if err := a.AddAnnotation(AuditAnnotationPrefix+"untraced-attempts", fmt.Sprintf("the attempts after the %dth are not traced", maxAttempts)); err != nil {
+						klog.FromContext(ctx).Error(err, "Recording an admission trace step in the audit event failed")
+					}
+				}
+			case ru.attempt > 1 && r.warn:
+				r.warnLine(ctx, fmt.Sprintf("%sattempt %d: admission runs again (a write the server retries, a delete's second check, or a collection's next object)", WarningPrefix, ru.attempt))
 			}
 		}
+		ru.untraced = ru.attempt > maxAttempts
 		r.open = phase == Mutating
-		r.runs[rc] = ru
+		rc.SetValue(runKey, ru)
 		// For the webhook dispatch; written once, before any of the record's plugins runs.
 		rc.SetValue(contextKey, r)
 	case phase == Validating && r.open && ru.attempt == r.attempts:
@@ -216,6 +234,9 @@ func (r *Recorder) Sub(ctx context.Context, a admission.Attributes, phase Phase,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ru := r.runOf(ctx, a, phase)
+	if ru.untraced {
+		return
+	}
 	ru.sub[phase]++
 	id := fmt.Sprintf("%d.%d", ru.step[phase], ru.sub[phase])
 	r.annotate(ctx, a, ru, phase, id, s)
@@ -238,6 +259,9 @@ func (ru *admissionRun) label() string {
 func (r *Recorder) end(ctx context.Context, a admission.Attributes, ru *admissionRun, phase Phase, step int, s Step, last bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ru.untraced {
+		return
+	}
 	r.annotate(ctx, a, ru, phase, strconv.Itoa(step), s)
 	if !r.warn {
 		return

@@ -97,6 +97,54 @@ func TestRetriedAttempts(t *testing.T) {
 	})
 }
 
+// TestAttemptsBounded: a request admitting many records (a collection's delete admits each
+// object) traces its first maxAttempts attempts, says once that the others are not, and
+// records nothing more, so that its audit event stays bounded.
+func TestAttemptsBounded(t *testing.T) {
+	d := New(true, true)
+	d.SetAuthorizer(onlyAlice)
+	c := chain(d, nil)
+	r := &recorded{}
+	ctx := requestContext(r)
+	for range 50 {
+		if err := runIn(ctx, c, request(true, true, r), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempts := map[string]bool{}
+	for key := range r.annotations {
+		rest := strings.TrimPrefix(key, AuditAnnotationPrefix)
+		attempt := "1"
+		if after, ok := strings.CutPrefix(rest, "attempt-"); ok {
+			attempt, _, _ = strings.Cut(after, "-")
+		}
+		attempts[attempt] = true
+	}
+	for _, want := range []string{"1", "2", "3"} {
+		if !attempts[want] {
+			t.Errorf("attempt %s is not traced: %v", want, r.annotations)
+		}
+	}
+	if n := len(r.annotations); n != 3*5+1 {
+		t.Errorf("%d annotations, want the 5 steps of each of 3 attempts and one saying the rest are not traced: %v", n, r.annotations)
+	}
+	if _, ok := r.annotations[AuditAnnotationPrefix+"untraced-attempts"]; !ok {
+		t.Errorf("no annotation says the attempts past the third are not traced: %v", r.annotations)
+	}
+	notTraced := 0
+	for _, w := range r.warnings {
+		if strings.Contains(w, "are not traced") {
+			notTraced++
+		}
+		if strings.Contains(w, "attempt 4") {
+			t.Errorf("attempt 4 is traced: %q", w)
+		}
+	}
+	if notTraced != 1 {
+		t.Errorf("%d warnings say attempts are not traced, want 1: %q", notTraced, r.warnings)
+	}
+}
+
 // TestWarningBudgetPerResponse: however many records the request's admission runs on, the
 // trace stops where the response's warnings, the others' included, leave room for the
 // warnings still to come; these all reach the client, whole, within upstream's 4 KiB.
