@@ -282,7 +282,9 @@ func testShadowNeverHoldsTheRequest(t *testing.T, e *env, c *cluster) {
 	c.createMutating(t, mutatingConfig(k.configName("slow-zz-enforced"), enforced))
 
 	late := map[string]string{"name": k.hookName("slow-shadow"), "result": webhook.ShadowLate}
-	before := metricValue(c.metrics(t), metricShadowCalls, late)
+	wouldFail := map[string]string{"name": k.hookName("slow-shadow"), "outcome": webhook.OutcomeWouldFail}
+	metrics := c.metrics(t)
+	before, failedBefore := metricValue(metrics, metricShadowCalls, late), metricValue(metrics, metricWouldDeny, wouldFail)
 	result := c.create(k.ctx(t), k.configMap(ns, "not-held", slow), "2s")
 	if result.err != nil {
 		t.Fatalf("a shadow held or failed the request: %v", result.err)
@@ -292,7 +294,12 @@ func testShadowNeverHoldsTheRequest(t *testing.T, e *env, c *cluster) {
 		t.Errorf("labels %v: want the enforced webhook's, not the shadow's", stored.Labels)
 	}
 	if !c.waitForMetric(metricShadowCalls, late, before) {
-		t.Errorf("%s %v never rose: the shadow's late answer was not counted", metricShadowCalls, late)
+		t.Fatalf("%s %v never rose: the shadow's late answer was not counted", metricShadowCalls, late)
+	}
+	// Enforced, the shadow's answer would have come past the request's deadline: the
+	// preview says the request would fail (counted before the call's result is).
+	if got := metricValue(c.metrics(t), metricWouldDeny, wouldFail) - failedBefore; got != 1 {
+		t.Errorf("%s %v rose by %v, want 1", metricWouldDeny, wouldFail, got)
 	}
 }
 

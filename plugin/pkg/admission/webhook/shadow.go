@@ -100,6 +100,10 @@ type ShadowCall struct {
 	Index    int
 	// Timeout is the webhook's own (0: none).
 	Timeout time.Duration
+	// Deadline is the request's, when the call was submitted (zero: none). Enforced, the
+	// call would have run on the request's context: an answer later than the deadline
+	// would have timed the request out, whatever the webhook answered.
+	Deadline time.Time
 	// Size is the bytes the call's copies hold (ShadowCopyFactor times their JSON).
 	Size int64
 	// FailOpenOnPanic: a panic during the call is failed open, as upstream's validating
@@ -138,6 +142,8 @@ type shadowJob struct {
 	batch *ShadowBatch
 	// queued is when the call was queued (zero: a worker took it at once).
 	queued time.Time
+	// submitted is when the request reached the call's place in the chain.
+	submitted time.Time
 }
 
 // NewShadows returns a pool with the default bounds.
@@ -268,7 +274,7 @@ func (b *ShadowBatch) enqueue(c ShadowCall) {
 	b.mu.Lock()
 	b.pending++
 	b.mu.Unlock()
-	job := shadowJob{call: c, batch: b}
+	job := shadowJob{call: c, batch: b, submitted: time.Now()}
 	s.mu.Lock()
 	s.wg.Add(1)
 	if s.running < s.workers {
@@ -351,6 +357,12 @@ func (s *Shadows) run(job shadowJob) {
 		result.Verdict = c.Do(ctx)
 	}()
 	result.Duration = time.Since(start)
+	if !c.Deadline.IsZero() && result.Verdict.Outcome != OutcomeWouldFail && job.submitted.Add(result.Duration).After(c.Deadline) {
+		// Enforced, the call would have begun when the request reached it and run on the
+		// request's context: the request would have timed out, whatever the answer.
+		result.Verdict = ShadowVerdict{Outcome: OutcomeWouldFail, Reason: fmt.Errorf("answered %v after the request reached it, past the request's deadline",
+			result.Duration.Round(time.Millisecond))}
+	}
 	result.Warnings = collector.all()
 	if c.Annotations != nil {
 		result.Annotations = c.Annotations()

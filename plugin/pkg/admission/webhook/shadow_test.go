@@ -223,3 +223,31 @@ func TestShadowPanicFollowsThePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowPastTheRequestDeadlineWouldFail: a softened call that answers after the
+// request's deadline (here one already past when the request reached the webhook) would,
+// enforced, have timed the request out: a would_fail, whatever the webhook answered.
+func TestShadowPastTheRequestDeadlineWouldFail(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Time
+		want     string
+	}{
+		{name: "no deadline", want: OutcomeWouldDeny},
+		{name: "a deadline far ahead", deadline: time.Now().Add(time.Hour), want: OutcomeWouldDeny},
+		{name: "a deadline past", deadline: time.Now().Add(-time.Millisecond), want: OutcomeWouldFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testShadows(t, 1, 1<<20, clocktesting.NewFakeClock(time.Now()))
+			s.AwaitForTest()
+			b := s.Batch()
+			b.Submit(ShadowCall{Softened: Softened{Name: "slow.example.com", Mode: softenedAudit()}, Deadline: tc.deadline,
+				Do: func(context.Context) ShadowVerdict { return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: "no"} }})
+			results := b.Harvest()
+			s.Wait()
+			if len(results) != 1 || results[0].Verdict.Outcome != tc.want {
+				t.Fatalf("results %+v, want one %s", results, tc.want)
+			}
+		})
+	}
+}

@@ -156,7 +156,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		if mode.Softens() {
 			// A shadow: called off the request path, on a copy of the object as it stands
 			// here; the request goes on at once.
-			d.submitShadow(batch(), hook, invocation, versionedAttr, encoded, o, softened, i)
+			d.submitShadow(ctx, batch(), hook, invocation, versionedAttr, encoded, o, softened, i)
 			continue
 		}
 		annotator := newAnnotator(versionedAttr, round, i, hook.Name, configuration)
@@ -277,11 +277,12 @@ func (d *dispatcher) newCall(h *admissionregistrationv1.MutatingWebhook, invocat
 // submitShadow queues a call to a webhook in enforcement mode Warn and/or Audit (a shadow)
 // on a copy of attr: its patch is computed against the copy and recorded, never applied,
 // and its denial or failure is recorded, never returned.
-func (d *dispatcher) submitShadow(batch *webhook.ShadowBatch, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
+func (d *dispatcher) submitShadow(ctx context.Context, batch *webhook.ShadowBatch, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
 	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces, softened webhook.Softened, index int) {
 	// A panic is a would_fail whatever the policy: upstream's mutating dispatcher does not
 	// recover it.
-	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds)}
+	deadline, _ := ctx.Deadline()
+	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Deadline: deadline}
 	batch.SubmitCopy(call, attr, encoded, func(c *webhook.ShadowCall, shadowAttr *admission.VersionedAttributes, shadowEncoded *webhook.EncodedObjects) {
 		c.Do = func(ctx context.Context) webhook.ShadowVerdict {
 			return d.shadow(ctx, h, invocation, shadowAttr, shadowEncoded, o)

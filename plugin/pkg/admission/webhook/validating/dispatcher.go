@@ -128,7 +128,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			d.settleUnmatched(batch, u)
 		}
 		for index, invocation := range softened {
-			d.submitSoftened(batch, invocation, index, v.byVersion[invocation.Kind], encoded)
+			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded)
 		}
 		defer d.recordSoftened(ctx, attr, batch)
 	}
@@ -186,7 +186,7 @@ func (d *dispatcher) settleUnmatched(batch *webhook.ShadowBatch, u unmatchedHook
 }
 
 // submitSoftened queues a call to a webhook in Warn and/or Audit on a copy of attr.
-func (d *dispatcher) submitSoftened(batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects) {
+func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects) {
 	hook, ok := invocation.Webhook.GetValidatingWebhook()
 	if !ok {
 		utilruntime.HandleError(fmt.Errorf("validating webhook dispatch requires v1.ValidatingWebhook, but got %T", hook))
@@ -195,10 +195,11 @@ func (d *dispatcher) submitSoftened(batch *webhook.ShadowBatch, invocation *gene
 	configuration := invocation.Webhook.GetConfigurationName()
 	policy := webhook.Policy(hook.FailurePolicy)
 	ignore := policy == string(admissionregistrationv1.Ignore)
+	deadline, _ := ctx.Deadline()
 	call := webhook.ShadowCall{
 		Softened: webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, hook.Name),
 			AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index)},
-		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds),
+		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds), Deadline: deadline,
 		// As upstream's validating dispatcher: a panic fails open under Ignore.
 		FailOpenOnPanic: ignore,
 	}
