@@ -241,6 +241,9 @@ func createDenied(obj metav1.Object) string {
 
 func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, old metav1.Object) error {
 	current, _ := parsePending(old.GetAnnotations()[PendingAnnotation])
+	// A list written while the plugin was off may hold empty names: they are no initializer,
+	// and an object with nothing else is not pending.
+	current = slices.DeleteFunc(current, func(name string) bool { return name == "" })
 	value := obj.GetAnnotations()[PendingAnnotation]
 	updated, errs := parsePending(value)
 	oldResult, newResult := old.GetAnnotations()[ResultAnnotation], obj.GetAnnotations()[ResultAnnotation]
