@@ -142,13 +142,23 @@ func runDispatch(ctx context.Context, env *environment, opts DispatchOptions) (r
 	return result, nil
 }
 
+// shadowedLabel marks the pods the shadow webhook matches (its objectSelector): creates with
+// and without it alternate, so both populations share the server's state and the machine's
+// moments, and the difference is the shadow's.
+const shadowedLabel = "bench.portcullis.dev/shadowed"
+
 // measureShadow times creates through an enforced mutating webhook that answers at once,
-// alone and then after a shadow (enforcement mode Audit) that holds every call for
-// SlowHold: the shadow's added latency.
+// with and without a shadow (enforcement mode Audit) before it that holds every call for
+// SlowHold, one create of each in turn: the shadow's added latency.
 func measureShadow(ctx context.Context, env *environment, server *apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) (err error) {
 	api := server.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	config := immediateMutatingWebhooks(webhooks, 1)
 	config.Name = "bench-shadow"
+	shadow := holdMutatingWebhooks(webhooks, 1).Webhooks[0]
+	shadow.Name = "shadow.bench.portcullis.dev"
+	shadow.ClientConfig = webhooks.clientConfig(holdPath("shadow", 0))
+	shadow.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{shadowedLabel: "true"}}
+	config.Webhooks = append([]admissionregistrationv1.MutatingWebhook{shadow}, config.Webhooks...)
 	if _, err := api.Create(ctx, config, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -157,41 +167,42 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 	}()
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
 		before := webhooks.callCount(immediatePath(mutatingKind, 0))
-		if _, err := timeCreates(ctx, server.client, "shadow-probe", 1, false); err != nil {
+		if _, _, err := timeAlternatingCreates(ctx, server.client, "shadow-probe", 1); err != nil {
 			return false, err
 		}
-		return webhooks.callCount(immediatePath(mutatingKind, 0)) > before, nil
+		return webhooks.callCount(holdPath("shadow", 0)) > 0 && webhooks.callCount(immediatePath(mutatingKind, 0)) >= before+2, nil
 	}); err != nil {
-		return fmt.Errorf("the enforced webhook was never called: %w", err)
+		return fmt.Errorf("the shadow and the enforced webhook were never both called: %w", err)
 	}
-	env.progressf("dispatch, ours: %d creates through an immediate mutating webhook", opts.DeadCreates)
-	if result.ShadowBaseline, err = timeCreates(ctx, server.client, "shadow-baseline", opts.DeadCreates, false); err != nil {
-		return err
-	}
-	shadow := holdMutatingWebhooks(webhooks, 1).Webhooks[0]
-	shadow.Name = "shadow.bench.portcullis.dev"
-	shadow.ClientConfig = webhooks.clientConfig(holdPath("shadow", 0))
-	current, err := api.Get(ctx, config.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	current.Webhooks = append([]admissionregistrationv1.MutatingWebhook{shadow}, current.Webhooks...)
-	if _, err := api.Update(ctx, current, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
-		if _, err := timeCreates(ctx, server.client, "shadow-probe", 1, false); err != nil {
-			return false, err
-		}
-		return webhooks.callCount(holdPath("shadow", 0)) > 0, nil
-	}); err != nil {
-		return fmt.Errorf("the shadow was never called: %w", err)
-	}
-	env.progressf("dispatch, ours: %d creates through a %s shadow and an immediate enforced webhook", opts.DeadCreates, opts.SlowHold)
-	if result.Shadow, err = timeCreates(ctx, server.client, "shadow", opts.DeadCreates, false); err != nil {
+	env.progressf("dispatch, ours: %d creates through a %s shadow and an immediate enforced webhook, %d through the enforced one alone, in turn", opts.DeadCreates, opts.SlowHold, opts.DeadCreates)
+	if result.Shadow, result.ShadowBaseline, err = timeAlternatingCreates(ctx, server.client, "shadow", opts.DeadCreates); err != nil {
 		return err
 	}
 	return deleteLoadPods(ctx, server.client, dispatchNamespace)
+}
+
+// timeAlternatingCreates times n creates of pods the shadow matches and n it does not, one of
+// each in turn.
+func timeAlternatingCreates(ctx context.Context, client kubernetes.Interface, prefix string, n int) (shadowed, alone *Latencies, err error) {
+	var with, without []time.Duration
+	for i := range 2 * n {
+		pod := benchPod(fmt.Sprintf("%s-%d-%d", prefix, i, time.Now().UnixNano()))
+		if i%2 == 0 {
+			pod.Labels[shadowedLabel] = "true"
+		}
+		start := time.Now()
+		_, err := client.CoreV1().Pods(dispatchNamespace).Create(ctx, pod, metav1.CreateOptions{})
+		took := time.Since(start)
+		if err != nil {
+			return nil, nil, fmt.Errorf("create %d of %d: %w", i+1, 2*n, err)
+		}
+		if i%2 == 0 {
+			with = append(with, took)
+		} else {
+			without = append(without, took)
+		}
+	}
+	return newLatencies(with), newLatencies(without), nil
 }
 
 // measureOverhead runs each configuration on both servers, repetition by repetition, the

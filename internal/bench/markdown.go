@@ -319,8 +319,9 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 			formatSignedSeconds(single(added)), met)
 	}
 	fmt.Fprintf(b, "\nA shadow: one mutating webhook in enforcement mode Audit that holds every call %s, before one enforced "+
-		"mutating webhook that answers at once. Creates one after another on ours: %s through both, against as many through the "+
-		"enforced one alone. Goal: the shadow adds at most 1 ms at p99 (it is called off the request path; beyond the shadow "+
+		"mutating webhook that answers at once; the shadow matches pods with a label (its objectSelector). Creates one after "+
+		"another on ours, with and without the label in turn: %s through both, as many through the enforced one alone, so "+
+		"both share the server's state and the machine's moments. Goal: the shadow adds at most 1 ms at p99 (it is called off the request path; beyond the shadow "+
 		"pool's bound its calls are dropped, and counted).\n\n", formatSeconds(single(o.SlowHold.Seconds())), thousands(o.DeadCreates))
 	b.WriteString("| server | p50 | p99 | p99 without the shadow | added p99 | goal met |\n|---|---|---|---|---|---|\n")
 	if d.Shadow == nil || d.ShadowBaseline == nil {

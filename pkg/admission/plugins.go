@@ -10,6 +10,7 @@ import (
 
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
+	"github.com/portcullis-k8s/portcullis/pkg/releases"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
@@ -36,6 +37,9 @@ func Plugins() []Plugin {
 			Anchor:           After("NamespaceExists"),
 			Register:         securitycontextdeny.Register,
 			RefusesWorkloads: true,
+			Since:            releases.First,
+			Refuses: "pods that set runAsUser, supplementalGroups, fsGroup or seLinuxOptions in a security context " +
+				"(the pod of kubeadm upgrade's own health-check Job runs as user 999 in kube-system: kubeadm upgrade apply fails)",
 		},
 		{
 			// Mutating: presets go in before LimitRanger sets defaults from the merged pod.
@@ -44,6 +48,7 @@ func Plugins() []Plugin {
 			Phase:    MutatingAndValidating,
 			Anchor:   Before("LimitRanger"),
 			Register: podpreset.Register,
+			Since:    releases.First,
 		},
 		{
 			// Where 1.10 had it: before PodPreset, so before LimitRanger, whose defaults then
@@ -56,6 +61,7 @@ func Plugins() []Plugin {
 			CheckConfig:   initialresources.CheckConfiguration,
 			Prerequisite: "point it at your Prometheus (prometheus.url in its configuration) or install the VerticalPodAutoscaler first, " +
 				"and decide to: it sets the requests of new pods from their data, which changes where and whether they schedule",
+			Since: releases.V1372Portcullis1,
 		},
 		{
 			// Where upstream had it until 1.30: before DefaultStorageClass. Mutating only.
@@ -67,6 +73,7 @@ func Plugins() []Plugin {
 			CheckConfig:   persistentvolumelabel.CheckConfiguration,
 			Prerequisite: "decide to: it writes zone and region labels (over a user's) and node affinity on new PersistentVolumes, " +
 				"which decides where their pods schedule; check docs/plugins/persistentvolumelabel.md's resolvers against your volumes first",
+			Since: releases.V1372Portcullis1,
 		},
 		{
 			// Where 1.10 had it: after MutatingAdmissionWebhook, so that a webhook's changes
@@ -78,6 +85,7 @@ func Plugins() []Plugin {
 			Register: initializers.Register,
 			Prerequisite: "deploy each initializer's controller before an InitializerConfiguration names it: every new object a configuration " +
 				"matches waits for its initializers (a pod does not run until they are done); docs/plugins/initializers.md",
+			Since: releases.V1372Portcullis1,
 		},
 		{
 			// Where 1.23 and 1.24 had it: after PodSecurity, before PodNodeSelector. Mutating
@@ -88,6 +96,8 @@ func Plugins() []Plugin {
 			Register: podsecuritypolicy.Register,
 			Prerequisite: "create PodSecurityPolicies and grant their use first (build/deploy/podsecuritypolicy/): " +
 				"once it is on, a pod that no policy its creator or service account may use admits is refused, kube-system's and mirror pods included",
+			Since:   releases.First,
+			Refuses: "every pod that no PodSecurityPolicy its creator or service account may use admits, kube-system's and mirror pods included",
 		},
 		{
 			// Validating, and must judge before policies and webhooks do.
@@ -96,6 +106,9 @@ func Plugins() []Plugin {
 			Anchor:           Before("MutatingAdmissionPolicy"),
 			Register:         exec.RegisterDenyEscalatingExec,
 			RefusesWorkloads: true,
+			Since:            releases.First,
+			Refuses: "kubectl exec and attach into pods that run privileged or share the host's network, PID or IPC namespace " +
+				"(kube-system's etcd, kube-apiserver and kube-proxy pods included)",
 		},
 		{
 			Name:             exec.DenyExecOnPrivilegedPluginName,
@@ -103,6 +116,8 @@ func Plugins() []Plugin {
 			Anchor:           Before("MutatingAdmissionPolicy"),
 			Register:         exec.RegisterDenyExecOnPrivileged,
 			RefusesWorkloads: true,
+			Since:            releases.First,
+			Refuses:          "kubectl exec and attach into pods that run a privileged container",
 		},
 		{
 			// Validating, and before the policies and webhooks (which must stay last, a test
@@ -115,6 +130,7 @@ func Plugins() []Plugin {
 			Register:      webhookconfigurationguard.Register,
 			ExampleConfig: webhookconfigurationguard.ExampleConfig,
 			CheckConfig:   webhookconfigurationguard.CheckConfiguration,
+			Since:         releases.First,
 		},
 	}
 }
@@ -200,6 +216,14 @@ type Plugin struct {
 	// kit and make run enable it in Warn+Audit enforcement mode, so that turning it on
 	// changes no verdict until the operator moves it to Deny.
 	RefusesWorkloads bool
+	// Refuses says what the plugin refuses that stock admits while it enforces (enforcement
+	// mode Deny, the default), for preflight's verdict; empty for a plugin that refuses
+	// nothing stock admits on its own (it mutates, or it refuses only what its configuration
+	// lists at Deny level).
+	Refuses string
+	// Since is the first release of this distribution that has the plugin: an earlier one
+	// refuses its name in the flags, so going back to it needs the name out first.
+	Since string
 }
 
 // DayOneModes are the enforcement modes the deploy kit and make run give the plugins that

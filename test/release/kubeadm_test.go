@@ -206,6 +206,17 @@ func TestKubeadmDeployment(t *testing.T) {
 		}
 	})
 
+	t.Run("rendered without the patch: preflight refuses stock's image with our plugin names", func(t *testing.T) {
+		// The workaround for kubeadm refusing --patches beside --config: render without the
+		// patch. kubeadm then gives stock's image our flags, which it cannot run.
+		path, _ := renderAPIServer(t, mustRead(t, repoFile(t, kubeadmConfigFragment)), "10.0.0.5", "", "")
+		report, code := preflight(t, "--manifest", path, "--running-manifest", stockPath)
+		want := "the image registry.k8s.io/kube-apiserver:" + kubeVersion + " is not a Portcullis release, but the command line names Portcullis's plugins"
+		if code != 1 || len(containing(report.Problems, want)) == 0 {
+			t.Errorf("preflight exits %d; want 1 and a problem saying %q; problems: %q", code, want, report.Problems)
+		}
+	})
+
 	t.Run("stock refuses the flags, so kubeadm never renders stock with our settings dropped", func(t *testing.T) {
 		// An upgrade without our patch renders stock's image with the ClusterConfiguration's
 		// flags: stock must refuse to start, so that kubeadm upgrade restores the manifest.

@@ -73,12 +73,17 @@ Take the command line from one of:
   kube-apiserver preflight -- --etcd-servers=... --tls-cert-file=... ...
 
 With --systemd-unit it also checks the unit's sandbox (ProtectSystem=, ProtectHome=,
-PrivateTmp=, ReadWritePaths=, ...) against the files the server reads and writes.
+PrivateTmp=, ReadWritePaths=, ...) against the files the server reads and writes; with
+--running-unit FILE [--running-environment-file FILE] (the unit the node runs now, or its
+backup), every flag that unit passes must keep its value in the new one, as for manifests.
 
 For a manifest rendered by kubeadm before it replaces the running one, --running-manifest
 names the running one: every flag it sets must keep its value (a changed --advertise-address
 or --admission-control-config-file is a problem); only flags and our plugin names may be
-added. --kubeadm-patches DIR checks that the kube-apiserver image the patches set is this
+added; the rest of the pod (env, resources, probes, securityContext, volumes, labels and
+annotations) must not change, but for added read-only hostPath volumes. The manifest's image
+must be able to run its flags: this release's (of --kubernetes-version, when given) when the
+flags name Portcullis's plugins. --kubeadm-patches DIR checks that the kube-apiserver image the patches set is this
 release's and runs the Kubernetes version kubeadm renders (--kubernetes-version, that of
 kubeadm upgrade apply; default this release's): give it alone before an upgrade.
 
@@ -92,7 +97,12 @@ templates (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs) a
 (lists and SubjectAccessReviews, nothing written) and judges each as the PodSecurityPolicy
 plugin would once enabled: a template's new pods as created by its controller and service
 account, an existing pod's next update. It lists what would be refused and why, and which
-policy would admit the rest with which defaults; refusals are warnings.
+policy would admit the rest with which defaults; refusals are warnings, or problems when the
+command line enables PodSecurityPolicy in enforcement mode Deny.
+
+The verdict says whether the server starts (the problems), and, apart, what it refuses that
+stock admits (the plugins of ours that enforce, and what each refuses) and which verdicts
+change after a rollback to stock (softened plugins and webhooks enforce again).
 
 -o json prints the report as one JSON object (docs/operating.md describes its fields).
 
@@ -101,7 +111,7 @@ problem listed); 2 preflight could not run (a bad invocation, or a file it was g
 be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
 func newPreflightCommand() *cobra.Command {
-	var manifest, runningManifest, unit, environmentFile, kubeconfig, patches, kubernetesVersion, output string
+	var manifest, runningManifest, unit, environmentFile, runningUnit, runningEnvironmentFile, kubeconfig, patches, kubernetesVersion, output string
 	var webhooks, podSecurityPolicy bool
 	cmd := &cobra.Command{
 		Use:          "preflight",
@@ -131,8 +141,12 @@ func newPreflightCommand() *cobra.Command {
 				return usage(errors.New("--environment-file goes with --systemd-unit"))
 			case runningManifest != "" && manifest == "":
 				return usage(errors.New("--running-manifest goes with --manifest"))
-			case kubernetesVersion != "" && patches == "":
-				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches"))
+			case runningUnit != "" && unit == "":
+				return usage(errors.New("--running-unit goes with --systemd-unit"))
+			case runningEnvironmentFile != "" && runningUnit == "":
+				return usage(errors.New("--running-environment-file goes with --running-unit"))
+			case kubernetesVersion != "" && patches == "" && manifest == "":
+				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches or --manifest"))
 			case (webhooks || podSecurityPolicy) != (kubeconfig != ""):
 				return usage(errors.New("--kubeconfig goes with --webhooks or --podsecuritypolicy, and they need it"))
 			case (manifest != "" || unit != "") && len(args) > 0:
@@ -163,6 +177,12 @@ func newPreflightCommand() *cobra.Command {
 					return usage(fmt.Errorf("--running-manifest: %w", err))
 				}
 			}
+			var runningService *nodeconfig.SystemdService
+			if runningUnit != "" {
+				if runningService, err = nodeconfig.ReadSystemdUnit(runningUnit, runningEnvironmentFile); err != nil {
+					return usage(fmt.Errorf("--running-unit: %w", err))
+				}
+			}
 			// The plugins this builds log as the server would; the report says it all.
 			klog.SetLogger(logr.Discard())
 			klog.SetOutput(io.Discard)
@@ -172,12 +192,17 @@ func newPreflightCommand() *cobra.Command {
 				report = Preflight(cmd.Context(), argv)
 				if pod != nil {
 					report.checkHostPathMounts(pod.HostPathMounts)
+					report.checkManifestImage(manifest, pod.Image, kubernetesVersion, version.Get().GitVersion)
 				}
 				if service != nil {
 					report.checkSandbox(service)
 				}
 				if running != nil {
 					report.checkAgainstRunning(runningManifest, running.Args)
+					report.comparePodSpecs(runningManifest, running, pod)
+				}
+				if runningService != nil {
+					report.checkAgainstRunningUnit(runningUnit, runningService.Args)
 				}
 			}
 			report.Source = source
@@ -198,6 +223,7 @@ func newPreflightCommand() *cobra.Command {
 				}
 				report.addPodSecurityPolicyReport(found)
 			}
+			report.judge()
 			report.decide()
 			if output == "json" {
 				if err := report.PrintJSON(cmd.OutOrStdout()); err != nil {
@@ -230,11 +256,13 @@ func newPreflightCommand() *cobra.Command {
 		return err
 	})
 	cmd.Flags().StringVar(&manifest, "manifest", "", "a static pod manifest whose kube-apiserver container's command line to check")
-	cmd.Flags().StringVar(&runningManifest, "running-manifest", "", "with --manifest: the manifest the node runs now, whose flags the new one must keep")
+	cmd.Flags().StringVar(&runningManifest, "running-manifest", "", "with --manifest: the manifest the node runs now, whose flags and pod settings the new one must keep")
 	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart (and sandbox) to check")
+	cmd.Flags().StringVar(&runningUnit, "running-unit", "", "with --systemd-unit: the unit the node runs now (its backup), whose flags the new one must keep")
+	cmd.Flags().StringVar(&runningEnvironmentFile, "running-environment-file", "", "with --running-unit: the EnvironmentFile to expand its ExecStart with, in place of the unit's own")
 	cmd.Flags().StringVar(&environmentFile, "environment-file", "", "with --systemd-unit: the EnvironmentFile to expand ExecStart with, in place of the unit's own")
 	cmd.Flags().StringVar(&patches, "kubeadm-patches", "", "a kubeadm --patches directory whose kube-apiserver image to check against this release and --kubernetes-version")
-	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
+	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches or --manifest: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
 	cmd.Flags().BoolVar(&podSecurityPolicy, "podsecuritypolicy", false, "also judge the cluster's pod templates and pods as PodSecurityPolicy would once enabled (needs --kubeconfig)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks or --podsecuritypolicy: the kubeconfig to read the cluster through (lists and access reviews; nothing is written)")
@@ -283,6 +311,18 @@ type PreflightReport struct {
 	// PodSecurityPolicy is what --podsecuritypolicy found.
 	PodSecurityPolicy *PodSecurityPolicyReport `json:"podSecurityPolicy,omitempty"`
 
+	// Refusals are what the new server refuses that stock admits: the plugins of ours that
+	// enforce (mode Deny) and what each refuses. They keep the swap safe (it starts), but
+	// must be meant.
+	Refusals []string `json:"refusals"`
+	// RollbackChanges are the verdicts that change when stock runs instead: our plugins
+	// stop, softened plugins and webhooks enforce again, breakers and budget stop.
+	RollbackChanges []string `json:"rollbackChanges"`
+	// Starts says whether the server starts with the command line: no problem found.
+	Starts bool `json:"starts"`
+
+	// portcullis is the Portcullis entry's settings, once read.
+	portcullis *portcullisconfig.Configuration
 	// namedFiles are the files the flags name, by flag, for the static pod's mounts and the
 	// unit's sandbox; writtenPaths those the server writes.
 	namedFiles, writtenPaths [][2]string
@@ -293,6 +333,7 @@ type PreflightReport struct {
 // decide sets the verdict and exit code from what the report holds.
 func (r *PreflightReport) decide() {
 	r.Version = version.Get().GitVersion
+	r.Starts = len(r.Problems) == 0
 	switch {
 	case len(r.Problems) > 0:
 		r.Verdict, r.ExitCode = "unsafe", ExitUnsafe
@@ -317,7 +358,9 @@ func (r *PreflightReport) addWebhookFindings(summary string, findings []webhookc
 // warning: it is for the operator to settle before enabling the plugin in Deny mode.
 func (r *PreflightReport) addPodSecurityPolicyReport(found *PodSecurityPolicyReport) {
 	r.PodSecurityPolicy = found
-	if n := found.Refused(); n > 0 {
+	if n := found.Refused(); n > 0 && r.podSecurityPolicyEnforces() {
+		r.problem("%d pod template(s) and pod(s) would be refused: PodSecurityPolicy is enabled and enforcing (listed above); grant a policy that admits them, or run the plugin in enforcement mode Warn or Audit first", n)
+	} else if n > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d pod template(s) and pod(s) would be refused once PodSecurityPolicy enforces (listed above): grant a policy that admits them, or run the plugin in enforcement mode Warn or Audit first", n))
 	}
 	for _, name := range slices.Sorted(maps.Keys(found.UnusablePolicies)) {
@@ -327,7 +370,7 @@ func (r *PreflightReport) addPodSecurityPolicyReport(found *PodSecurityPolicyRep
 
 // PrintJSON writes the report as one JSON object.
 func (r *PreflightReport) PrintJSON(w io.Writer) error {
-	for _, list := range []*[]string{&r.Problems, &r.Warnings, &r.Notes, &r.RollbackBlockers, &r.RollbackEdits} {
+	for _, list := range []*[]string{&r.Problems, &r.Warnings, &r.Notes, &r.RollbackBlockers, &r.RollbackEdits, &r.Refusals, &r.RollbackChanges} {
 		if *list == nil {
 			*list = []string{}
 		}
@@ -378,6 +421,11 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	checkCertificates(r, fs)
 	checkSNICertKeys(r, s)
 	checkConfigFiles(ctx, r, s, fs)
+	if checkAdmissionConfigFiles(r, s) {
+		// The server would exit building its admission chain (upstream exits the process
+		// on an unreadable plugin configuration file): nothing further can be judged.
+		return r
+	}
 	checkWritableDirectories(r, s)
 
 	// Without --tls-cert-file the server writes a self-signed certificate into --cert-dir;
@@ -427,6 +475,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 		return r
 	}
 	settings.Set(portcullis)
+	r.portcullis = portcullis
 	for _, d := range portcullis.Deprecations {
 		if d.BlocksRollback {
 			r.RollbackBlockers = append(r.RollbackBlockers, d.Message)
@@ -449,6 +498,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is enabled: %s", p.Name, p.Prerequisite))
 		}
 	}
+	checkAuditModeHasAuditLog(r, s, portcullis)
 	return r
 }
 
@@ -899,6 +949,23 @@ func (r *PreflightReport) Print(w io.Writer) {
 		printPodSecurityPolicyReport(w, r.PodSecurityPolicy)
 		fmt.Fprintln(w)
 	}
+	if r.checkedCommandLine && (r.Mutating != nil || r.Validating != nil) {
+		if len(r.Refusals) == 0 {
+			fmt.Fprintln(w, "Refuses what stock admits: nothing (no plugin of ours that refuses requests enforces).")
+		} else {
+			fmt.Fprintln(w, "Refuses what stock admits (plugins of ours that enforce; meant?):")
+			for _, x := range r.Refusals {
+				fmt.Fprintf(w, "  - %s\n", x)
+			}
+		}
+		if len(r.RollbackChanges) > 0 {
+			fmt.Fprintln(w, "After a rollback to stock, these verdicts change:")
+			for _, x := range r.RollbackChanges {
+				fmt.Fprintf(w, "  - %s\n", x)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
@@ -906,14 +973,14 @@ func (r *PreflightReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	if len(r.Problems) == 0 {
-		fmt.Fprintln(w, "No problems found: the swap is safe.")
+		fmt.Fprintln(w, "No problems found: it starts; the swap is safe.")
 		return
 	}
 	fmt.Fprintf(w, "%d problem(s):\n", len(r.Problems))
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  - %s\n", p)
 	}
-	fmt.Fprintln(w, "The swap is NOT safe.")
+	fmt.Fprintln(w, "The swap is NOT safe: it would not start, or not as the node runs it.")
 }
 
 // chainDiff lists, in chain order, the plugins one chain has that the other lacks, and

@@ -41,9 +41,8 @@ const portcullisTag = "_portcullis."
 // ends up older or newer than the components kubeadm upgrades with it, or kubeadm finds its
 // manifest unchanged and skips it.
 func (r *PreflightReport) checkKubeadmPatches(dir, targetVersion, ours string) {
-	kube, _, _ := strings.Cut(ours, "+")
 	if targetVersion == "" {
-		targetVersion = kube
+		targetVersion, _, _ = strings.Cut(ours, "+")
 	}
 	image, file, err := kubeadmPatchImage(dir)
 	switch {
@@ -55,26 +54,52 @@ func (r *PreflightReport) checkKubeadmPatches(dir, targetVersion, ours string) {
 		return
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("--kubeadm-patches %s: %s sets the kube-apiserver image %s", dir, file, image))
+	r.checkImage(file, image, targetVersion, ours)
+}
+
+// checkImage reports whether image, which where (a patch or a manifest) sets for
+// kube-apiserver, is release ours's running Kubernetes targetVersion (ours's when empty).
+func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
+	kube, _, _ := strings.Cut(ours, "+")
+	if targetVersion == "" {
+		targetVersion = kube
+	}
 	if strings.HasPrefix(image, "localhost/") {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s exists only where it was imported: once the kubelet's image garbage collection removes it, no node can pull it again; push it to a registry (docs/release.md)", file, image))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s exists only where it was imported: once the kubelet's image garbage collection removes it, no node can pull it again; push it to a registry (docs/release.md)", where, image))
 	}
 	if targetVersion != kube {
 		r.problem("--kubernetes-version %s: this is the preflight of %s, built on Kubernetes %s; an upgrade to %s needs the Portcullis release for %s: run its preflight", targetVersion, ours, kube, targetVersion, targetVersion)
 	}
 	name, tag, ok := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
 	if !ok || strings.Contains(image, "@") {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", file, image, ours, imageTag(ours)))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", where, image, ours, imageTag(ours)))
 		return
 	}
 	kubernetes, _, isOurs := strings.Cut(tag, portcullisTag)
 	switch {
 	case name != "kube-apiserver" || !isOurs:
-		r.problem("%s: the image %s is not a Portcullis release (tags look like %s)", file, image, imageTag(ours))
+		r.problem("%s: the image %s is not a Portcullis release (tags look like %s)", where, image, imageTag(ours))
 	case kubernetes != targetVersion:
-		r.problem("%s: the image %s runs Kubernetes %s, but kubeadm renders %s: kube-apiserver would be %s the controller manager, scheduler and kubelets it upgrades (or kubeadm would find the manifest unchanged and skip it); set the tag to the Portcullis release for %s", file, image, kubernetes, targetVersion, olderOrNewer(kubernetes, targetVersion), targetVersion)
+		r.problem("%s: the image %s runs Kubernetes %s, but kubeadm renders %s: kube-apiserver would be %s the controller manager, scheduler and kubelets it upgrades (or kubeadm would find the manifest unchanged and skip it); set the tag to the Portcullis release for %s", where, image, kubernetes, targetVersion, olderOrNewer(kubernetes, targetVersion), targetVersion)
 	case tag != imageTag(ours):
-		r.problem("%s: the image %s is another Portcullis release than this preflight's, %s (tag %s): check with the preflight of the release the image runs", file, image, ours, imageTag(ours))
+		r.problem("%s: the image %s is another Portcullis release than this preflight's, %s (tag %s): check with the preflight of the release the image runs", where, image, ours, imageTag(ours))
 	}
+}
+
+// checkManifestImage reports a manifest whose image cannot run its command line: our plugin
+// names on an image that is not a Portcullis release (kubeadm rendered without our patch:
+// stock refuses the names and the pod never becomes ready), or a Portcullis image of another
+// release or Kubernetes version than kubeadm renders (targetVersion; this release's when
+// empty). A stock image with no plugin of ours is a rollback's manifest: nothing to say.
+func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, ours string) {
+	_, tag, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+	if !strings.Contains(tag, portcullisTag) {
+		if edits := ourPluginNames(r.Args); len(edits) > 0 {
+			r.problem("%s: the image %s is not a Portcullis release, but the command line names Portcullis's plugins (%s): stock kube-apiserver refuses them and the pod never becomes ready; render with the patch that sets this release's image (patches.directory in kubeadm's configuration, docs/operating.md)", manifest, image, strings.Join(edits, "; "))
+		}
+		return
+	}
+	r.checkImage(manifest, image, targetVersion, ours)
 }
 
 // olderOrNewer words how version a stands to b, for versions of the form v1.M.P.
@@ -190,22 +215,35 @@ func patchDocumentImage(doc []byte, jsonPatch bool) (string, error) {
 // --advertise-address from the default route on a multi-NIC node), or a flag of ours
 // replacing the cluster's own (--admission-control-config-file).
 func (r *PreflightReport) checkAgainstRunning(runningPath string, running []string) {
+	r.compareFlags("manifest", runningPath, running, "render from the node's own configuration (docs/operating.md, 2a)")
+}
+
+// checkAgainstRunningUnit is checkAgainstRunning for a systemd unit: the kit's unit and
+// environment file hold a fixed set of flags, and every other flag the running unit passes
+// must be carried over (KUBE_APISERVER_EXTRA_ARGS), or it is silently lost.
+func (r *PreflightReport) checkAgainstRunningUnit(runningPath string, running []string) {
+	r.compareFlags("unit", runningPath, running, "carry it over from the running unit (KUBE_APISERVER_EXTRA_ARGS in the kit's environment file; docs/operating.md, 2b)")
+}
+
+// compareFlags reports what the checked command line changes in the one the running
+// manifest or unit (kind) at runningPath passes; hint says how to carry a flag over.
+func (r *PreflightReport) compareFlags(kind, runningPath string, running []string, hint string) {
 	before, after := givenFlags(running), givenFlags(r.Args)
 	if before == nil || after == nil {
-		r.problem("--running-manifest %s: its command line does not parse", runningPath)
+		r.problem("--running-%s %s: its command line does not parse", kind, runningPath)
 		return
 	}
 	for _, name := range slices.Sorted(maps.Keys(before)) {
 		was, now := before[name], after[name]
 		switch {
 		case now == nil:
-			r.problem("--%s=%s, which the running manifest %s sets, is gone: render from the node's own configuration", name, strings.Join(was, ","), runningPath)
+			r.problem("--%s=%s, which the running %s %s sets, is gone: %s", name, strings.Join(was, ","), kind, runningPath, hint)
 		case slices.Equal(was, now):
 		case name == "enable-admission-plugins":
 			wasSet, nowSet := pluginList(was), pluginList(now)
 			for _, p := range wasSet {
 				if !slices.Contains(nowSet, p) {
-					r.problem("--enable-admission-plugins drops %s, which the running manifest %s enables", p, runningPath)
+					r.problem("--enable-admission-plugins drops %s, which the running %s %s enables", p, kind, runningPath)
 				}
 			}
 			var added []string
@@ -215,21 +253,21 @@ func (r *PreflightReport) checkAgainstRunning(runningPath string, running []stri
 				case portcullisadmission.IsOurs(p):
 					added = append(added, p)
 				default:
-					r.problem("--enable-admission-plugins adds %s, which is not Portcullis's: the rendered manifest was made from another configuration than the node's", p)
+					r.problem("--enable-admission-plugins adds %s, which is not Portcullis's: the new %s was made from another configuration than the node's", p, kind)
 				}
 			}
 			if len(added) > 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins adds Portcullis's %s to the running manifest's", strings.Join(added, ", ")))
+				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins adds Portcullis's %s to the running %s's", strings.Join(added, ", "), kind))
 			}
 		case name == "admission-control-config-file":
-			r.problem("--admission-control-config-file changes from %s (the running manifest's) to %s: the server reads one file, so the cluster's own admission configuration would be dropped; copy Portcullis's entries into %s and keep that flag (docs/operating.md)", was[len(was)-1], now[len(now)-1], was[len(was)-1])
+			r.problem("--admission-control-config-file changes from %s (the running %s's) to %s: the server reads one file, so the cluster's own admission configuration would be dropped; copy Portcullis's entries into %s and keep that flag (docs/operating.md)", was[len(was)-1], kind, now[len(now)-1], was[len(was)-1])
 		default:
-			r.problem("--%s changes from %s (the running manifest's) to %s: the rendered manifest was made from another configuration than the node's; render from the node's own (docs/operating.md, 2a)", name, strings.Join(was, ","), strings.Join(now, ","))
+			r.problem("--%s changes from %s (the running %s's) to %s: the new %s was made from another configuration than the node's; %s", name, strings.Join(was, ","), kind, strings.Join(now, ","), kind, hint)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(after)) {
 		if before[name] == nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("adds --%s=%s to the running manifest's flags", name, strings.Join(after[name], ",")))
+			r.Notes = append(r.Notes, fmt.Sprintf("adds --%s=%s to the running %s's flags", name, strings.Join(after[name], ","), kind))
 		}
 	}
 }

@@ -158,3 +158,46 @@ func TestCheckAgainstRunning(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckManifestImage(t *testing.T) {
+	// A release's version, as build/version.sh stamps it (tests run unstamped).
+	const ours, kube = "v1.37.2+portcullis.1", "v1.37.2"
+	ourImage := "r.example/portcullis/kube-apiserver:" + imageTag(ours)
+	withOurs := []string{"--enable-admission-plugins=NodeRestriction,SecurityContextDeny"}
+	stockFlags := []string{"--enable-admission-plugins=NodeRestriction"}
+	tests := []struct {
+		name, image, target string
+		args                []string
+		wantProblem         string
+	}{
+		{name: "this release's image with our plugins", image: ourImage, args: withOurs},
+		{name: "this release's image without them", image: ourImage, args: stockFlags},
+		// kubeadm rendered without our patch: what the refused `--patches` beside `--config`
+		// led operators to.
+		{name: "stock's image with our plugins", image: "registry.k8s.io/kube-apiserver:" + kube, args: withOurs,
+			wantProblem: "is not a Portcullis release, but the command line names Portcullis's plugins (remove SecurityContextDeny from --enable-admission-plugins)"},
+		{name: "stock's image with our plugin disabled", image: "registry.k8s.io/kube-apiserver:" + kube, args: []string{"--disable-admission-plugins=PodPreset"},
+			wantProblem: "remove PodPreset from --disable-admission-plugins"},
+		// A rollback's manifest.
+		{name: "stock's image without our plugins", image: "registry.k8s.io/kube-apiserver:" + kube, args: stockFlags},
+		{name: "this release's image, another target", image: ourImage, args: withOurs, target: "v1.38.0",
+			wantProblem: "runs Kubernetes " + kube + ", but kubeadm renders v1.38.0"},
+		{name: "another Portcullis release", image: "r.example/kube-apiserver:v1.37.1_portcullis.1", args: stockFlags,
+			wantProblem: "runs Kubernetes v1.37.1, but kubeadm renders " + kube},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &PreflightReport{Args: tc.args}
+			r.checkManifestImage("m.yaml", tc.image, tc.target, ours)
+			if tc.wantProblem == "" {
+				if len(r.Problems) > 0 {
+					t.Errorf("want no problem, got %q", r.Problems)
+				}
+				return
+			}
+			if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, "m.yaml") && strings.Contains(p, tc.wantProblem) }) {
+				t.Errorf("no problem names m.yaml and says %q; problems: %q", tc.wantProblem, r.Problems)
+			}
+		})
+	}
+}

@@ -445,9 +445,10 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 			wantEdits: []string{"remove SecurityContextDeny, PodPreset from --enable-admission-plugins", "remove DenyEscalatingExec from --disable-admission-plugins"},
 		},
 		{
-			name:      "the Portcullis entry",
-			extra:     []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + portcullisEntry},
-			wantEdits: []string{"remove SecurityContextDeny from --enable-admission-plugins"},
+			name:         "the Portcullis entry",
+			extra:        []string{"--enable-admission-plugins=SecurityContextDeny", "--admission-control-config-file=" + portcullisEntry},
+			wantEdits:    []string{"remove SecurityContextDeny from --enable-admission-plugins"},
+			wantWarnings: []string{"SecurityContextDeny runs in enforcement mode Audit, but no audit log is configured"},
 		},
 		{
 			name:  "runtime-config naming policy/v1beta1, as earlier releases had it",
@@ -549,6 +550,8 @@ func TestPreflightUsageExitCode(t *testing.T) {
 		{name: "an unreadable manifest", args: []string{"preflight", "--manifest", filepath.Join(t.TempDir(), "missing.yaml")}},
 		{name: "an unknown output format", args: []string{"preflight", "-o", "yaml", "--", "--v=2"}},
 		{name: "nothing to check", args: []string{"preflight"}},
+		{name: "a running unit without a unit", args: []string{"preflight", "--manifest", "a.yaml", "--running-unit", "b.service"}},
+		{name: "a running environment file without a running unit", args: []string{"preflight", "--systemd-unit", "a.service", "--running-environment-file", "b.env"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int

@@ -85,6 +85,10 @@ type Configuration struct {
 	Deprecations []Deprecation
 	// TraceOnRequest and TraceAudit turn the admission trace on (admissionTrace).
 	TraceOnRequest, TraceAudit bool
+	// NewerFields are the fields the Portcullis entry sets that a release after the first
+	// added; Entry names the entry, for messages.
+	NewerFields []NewerField
+	Entry       string
 }
 
 // Deprecation is a form of an earlier release, still read for this release.
@@ -211,6 +215,7 @@ func Load(file string) (*Configuration, error) {
 			return nil, fmt.Errorf("%s: %w", portcullisAt, errs.ToAggregate())
 		}
 		c.EnforcementSource = fmt.Sprintf("%s: enforcementModes", portcullisAt)
+		c.NewerFields, c.Entry = NewerFieldsSet(portcullis), portcullisAt.String()
 	}
 
 	if i, ok := seen[legacyEnforcementEntryName]; ok {

@@ -159,7 +159,13 @@ admissionTrace: {onRequest: true}
 				}
 			}
 			tc.want.File = file
-			got.Deprecations, got.EnforcementSource = nil, ""
+			for _, f := range got.NewerFields {
+				if !strings.Contains(got.Entry, file) {
+					t.Errorf("%s is set, but the entry is named %q, not by its file %s", f.Path, got.Entry, file)
+				}
+			}
+			// Which fields are newer is TestNewerFieldsSet's.
+			got.Deprecations, got.EnforcementSource, got.NewerFields, got.Entry = nil, "", nil, ""
 			if diff := cmp.Diff(&tc.want, got); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)
 			}

@@ -103,7 +103,7 @@ func TestPreflightOnAKubeadmNode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("preflight failed on kubeadm's own manifest (exit %d):\n%s", code, out)
 	}
-	for _, want := range []string{"No problems found: the swap is safe.", "Validating admission chain", "NodeRestriction", "identical chains"} {
+	for _, want := range []string{"No problems found: it starts; the swap is safe.", "Validating admission chain", "NodeRestriction", "identical chains"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("preflight output lacks %q:\n%s", want, out)
 		}
@@ -155,7 +155,8 @@ func TestPreflightOnAKubeadmNode(t *testing.T) {
 		// This node keeps its files in a temporary directory, which the unit's sandbox hides
 		// from the server (PrivateTmp=, ProtectHome=): preflight says so, and nothing else.
 		out, code := run(t, bins.APIServer, "preflight", "--systemd-unit", shipped, "--environment-file", envFile)
-		for _, line := range strings.Split(out, "\n") {
+		_, problems, _ := strings.Cut(out, " problem(s):\n")
+		for _, line := range strings.Split(problems, "\n") {
 			if strings.HasPrefix(line, "  - ") && !strings.Contains(line, "under the unit's sandbox") {
 				t.Errorf("preflight of the shipped unit finds a problem other than the sandbox's:\n%s", out)
 			}
@@ -182,6 +183,34 @@ func TestPreflightOnAKubeadmNode(t *testing.T) {
 			if !strings.Contains(out, "+ "+plugin+" (") {
 				t.Errorf("preflight does not list %s as added to stock's chain:\n%s", plugin, out)
 			}
+		}
+
+		// The kit's unit passes a fixed set of flags: compared with the running unit (here the
+		// same unit as stock ran it, with a flag of its own), a flag not carried over into
+		// KUBE_APISERVER_EXTRA_ARGS is a problem, and carried over it is kept.
+		writeEnv := func(changes map[string]string) string {
+			var lines []string
+			for k, v := range env {
+				if c, ok := changes[k]; ok {
+					v = c
+				}
+				lines = append(lines, k+"="+v)
+			}
+			path := filepath.Join(t.TempDir(), "kube-apiserver.env")
+			if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+		runningEnv := writeEnv(map[string]string{"ENABLE_ADMISSION_PLUGINS": "NodeRestriction", "KUBE_APISERVER_EXTRA_ARGS": "--v=1 --service-node-port-range=20000-22767"})
+		out, code = run(t, bins.APIServer, "preflight", "--systemd-unit", unit, "--environment-file", envFile, "--running-unit", unit, "--running-environment-file", runningEnv)
+		if want := "--service-node-port-range=20000-22767, which the running unit " + unit + " sets, is gone: carry it over from the running unit (KUBE_APISERVER_EXTRA_ARGS"; code != 1 || !strings.Contains(out, want) {
+			t.Errorf("preflight --running-unit exits %d; want 1 and a problem saying %q:\n%s", code, want, out)
+		}
+		carried := writeEnv(map[string]string{"KUBE_APISERVER_EXTRA_ARGS": "--v=1 --service-node-port-range=20000-22767"})
+		out, code = run(t, bins.APIServer, "preflight", "--systemd-unit", unit, "--environment-file", carried, "--running-unit", unit, "--running-environment-file", runningEnv)
+		if code != 0 || !strings.Contains(out, "--enable-admission-plugins adds Portcullis's") {
+			t.Errorf("preflight --running-unit with every flag carried over exits %d, want 0 and a note of our plugins added:\n%s", code, out)
 		}
 	})
 
@@ -283,7 +312,7 @@ func TestPreflightFindsProblems(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1:\n%s", code, out)
 			}
-			if !strings.Contains(out, "The swap is NOT safe.") {
+			if !strings.Contains(out, "The swap is NOT safe:") {
 				t.Errorf("no verdict:\n%s", out)
 			}
 			for _, want := range tc.want {

@@ -93,5 +93,7 @@ func FuzzReadSystemdUnit(f *testing.F) {
 			_ = service.CannotRead(value)
 			_ = service.CannotWrite(value)
 		}
+		// So do the user and capabilities.
+		_, _, _ = service.RunsAsRoot(), service.Capabilities().String(), service.CapabilitySettings()
 	})
 }

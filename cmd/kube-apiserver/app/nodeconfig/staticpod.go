@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// StaticPod is a static pod manifest's kube-apiserver container, as the kubelet runs it.
+// StaticPod is a static pod manifest's kube-apiserver container, as the kubelet runs it,
+// and the whole pod, for comparing two manifests of a node.
 type StaticPod struct {
 	// Args are the server's arguments: the container's command after the program name,
 	// then its args.
@@ -23,6 +24,10 @@ type StaticPod struct {
 	HostPathMounts []string
 	// Image is the container's image.
 	Image string
+	// Pod is the manifest as decoded, without the kubelet's defaults.
+	Pod *corev1.Pod
+	// Container is the name of Pod's container that runs kube-apiserver.
+	Container string
 }
 
 // ReadStaticPod reads the kube-apiserver container of the static pod manifest at path.
@@ -49,13 +54,13 @@ func ReadStaticPod(path string) (*StaticPod, error) {
 			if filepath.Base(argv[0]) != "kube-apiserver" {
 				return nil, fmt.Errorf("%s: container %q runs %q, not kube-apiserver", path, c.Name, argv[0])
 			}
-			pod := &StaticPod{Args: argv[1:], HostPathMounts: []string{}, Image: c.Image}
+			static := &StaticPod{Args: argv[1:], HostPathMounts: []string{}, Image: c.Image, Pod: &pod, Container: c.Name}
 			for _, m := range c.VolumeMounts {
 				if hostPaths[m.Name] {
-					pod.HostPathMounts = append(pod.HostPathMounts, m.MountPath)
+					static.HostPathMounts = append(static.HostPathMounts, m.MountPath)
 				}
 			}
-			return pod, nil
+			return static, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: no container runs kube-apiserver", path)

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -19,8 +21,13 @@ var systemdDropInRoots = []string{"/etc/systemd/system"}
 type SystemdService struct {
 	// Args are the server's arguments: ExecStart's after the program, variables substituted.
 	Args []string
-	// Settings are the unit's [Service] settings, by name, in the order they apply.
+	// Settings are the unit's [Service] settings, by name, in the order they apply. An empty
+	// assignment resets a setting; for the capability settings, whose empty assignment means
+	// the empty set rather than the default, it is kept as the one value "".
 	Settings map[string][]string
+
+	// sources are, by setting, the files of the assignments in Settings, in the same order.
+	sources map[string][]string
 }
 
 // ReadSystemdUnit reads the unit at unitPath and its drop-ins, and substitutes the
@@ -32,8 +39,8 @@ func ReadSystemdUnit(unitPath, environmentFile string) (*SystemdService, error) 
 }
 
 func readSystemdUnit(unitPath, environmentFile string, dropInRoots []string) (*SystemdService, error) {
-	unit := map[string][]string{}
-	if err := parseUnit(unitPath, unit); err != nil {
+	unit, sources := map[string][]string{}, map[string][]string{}
+	if err := parseUnit(unitPath, unit, sources); err != nil {
 		return nil, err
 	}
 	dropIns, err := systemdDropIns(unitPath, dropInRoots)
@@ -41,7 +48,7 @@ func readSystemdUnit(unitPath, environmentFile string, dropInRoots []string) (*S
 		return nil, fmt.Errorf("%s: %w", unitPath, err)
 	}
 	for _, dropIn := range dropIns {
-		if err := parseUnit(dropIn, unit); err != nil {
+		if err := parseUnit(dropIn, unit, sources); err != nil {
 			return nil, fmt.Errorf("%s: drop-in: %w", unitPath, err)
 		}
 	}
@@ -96,7 +103,7 @@ func readSystemdUnit(unitPath, environmentFile string, dropInRoots []string) (*S
 	if filepath.Base(program) != "kube-apiserver" {
 		return nil, fmt.Errorf("%s: ExecStart runs %q, not kube-apiserver", unitPath, strings.Join(append([]string{program}, args...), " "))
 	}
-	return &SystemdService{Args: args, Settings: unit}, nil
+	return &SystemdService{Args: args, Settings: unit, sources: sources}, nil
 }
 
 // systemdDropIns returns the unit's drop-ins, <unit>.d/*.conf in the unit's directory and
@@ -146,8 +153,10 @@ func withoutEnvWrapper(program string, args []string) (string, []string) {
 }
 
 // parseUnit adds the [Service] settings of a unit file or drop-in to settings, in order,
-// line continuations joined; an empty assignment resets a setting, as in systemd.
-func parseUnit(path string, settings map[string][]string) error {
+// line continuations joined, and the file of each assignment to sources; an empty assignment
+// resets a setting, as in systemd (for the capability settings, to the empty set: it is kept
+// as the value "").
+func parseUnit(path string, settings, sources map[string][]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -180,11 +189,16 @@ func parseUnit(path string, settings map[string][]string) error {
 			return fmt.Errorf("%s: cannot parse %q", path, full)
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		if value == "" {
+		switch {
+		case value == "" && capabilitySettings[key]:
+			settings[key], sources[key] = []string{""}, []string{path}
+		case value == "":
 			delete(settings, key) // an empty assignment resets the list, as in systemd
-			continue
+			delete(sources, key)
+		default:
+			settings[key] = append(settings[key], value)
+			sources[key] = append(sources[key], path)
 		}
-		settings[key] = append(settings[key], value)
 	}
 	return scanner.Err()
 }
@@ -271,4 +285,215 @@ func expand(word string, env map[string]string) []string {
 		word = word[start+end+1:]
 	}
 	return []string{out.String()}
+}
+
+// What the service runs as, after the drop-ins: its user and groups (User=, Group=,
+// SupplementaryGroups=, DynamicUser=) and the capabilities it holds (CapabilityBoundingSet=,
+// AmbientCapabilities=, and ExecStart's "+" and "!" prefixes), as systemd.exec(5) has them.
+
+// CapabilitySet is a set of Linux capabilities, bit n for capability number n.
+type CapabilitySet uint64
+
+// AllCapabilities is the set systemd starts a bounding set from: every capability.
+const AllCapabilities = ^CapabilitySet(0)
+
+// The capabilities that let a process read a file, or search a directory, whatever its mode.
+const (
+	CapDACOverride   = 1
+	CapDACReadSearch = 2
+)
+
+// capabilityNames are the capabilities by number, as capabilities(7) names them.
+var capabilityNames = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
+	"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
+	"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK",
+	"CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+	"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE",
+	"CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
+	"CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG",
+	"CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+	"CAP_CHECKPOINT_RESTORE",
+}
+
+// capabilitySettings are the settings whose empty assignment is the empty set.
+var capabilitySettings = map[string]bool{"CapabilityBoundingSet": true, "AmbientCapabilities": true}
+
+// Has says whether the set holds capability number c.
+func (s CapabilitySet) Has(c int) bool { return c >= 0 && c < 64 && s&(1<<c) != 0 }
+
+// ReadsAnything says whether the set holds CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH: either
+// lets a process read any file and search any directory, whatever their modes.
+func (s CapabilitySet) ReadsAnything() bool { return s.Has(CapDACOverride) || s.Has(CapDACReadSearch) }
+
+// String names the capabilities of the set, or says it is empty or full.
+func (s CapabilitySet) String() string {
+	switch s {
+	case 0:
+		return "none"
+	case AllCapabilities:
+		return "all"
+	}
+	var names []string
+	for rest := uint64(s); rest != 0; rest &= rest - 1 {
+		c := bits.TrailingZeros64(rest)
+		if c < len(capabilityNames) {
+			names = append(names, capabilityNames[c])
+		} else {
+			names = append(names, strconv.Itoa(c))
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// capabilityFromName returns a capability's number from its name (with or without CAP_,
+// in any case) or number, as systemd reads them.
+func capabilityFromName(name string) (int, bool) {
+	if n, err := strconv.Atoi(name); err == nil {
+		return n, n >= 0 && n < 64
+	}
+	upper := strings.ToUpper(name)
+	if !strings.HasPrefix(upper, "CAP_") {
+		upper = "CAP_" + upper
+	}
+	for i, known := range capabilityNames {
+		if known == upper {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// capabilitySet computes a capability set from its assignments, in order, starting from
+// initial (all for the bounding set, none for the ambient set), as systemd's
+// config_parse_capability_set does: a list ("~" first: every capability but those) replaces
+// the set while it is still initial, and later lines merge, by OR, or AND NOT for "~"; an
+// empty assignment gives the empty set, "~" alone every capability. Unknown names are
+// ignored, as systemd ignores them (with a warning).
+func capabilitySet(assignments []string, initial CapabilitySet) CapabilitySet {
+	set := initial
+	for _, value := range assignments {
+		value = strings.TrimSpace(value)
+		invert := strings.HasPrefix(value, "~")
+		value = strings.TrimPrefix(value, "~")
+		var sum CapabilitySet
+		for _, word := range splitWords(value) {
+			if c, ok := capabilityFromName(word); ok {
+				sum |= 1 << c
+			}
+		}
+		switch {
+		case sum == 0 || set == initial:
+			if invert {
+				set = ^sum
+			} else {
+				set = sum
+			}
+		case invert:
+			set &^= sum
+		default:
+			set |= sum
+		}
+	}
+	return set
+}
+
+// User, Group and SupplementaryGroups are User=, Group= and SupplementaryGroups= ("" and nil
+// when unset: the server runs as root, with the user's group).
+func (s *SystemdService) User() string  { return s.value("User") }
+func (s *SystemdService) Group() string { return s.value("Group") }
+func (s *SystemdService) SupplementaryGroups() []string {
+	var groups []string
+	for _, assignment := range s.Settings["SupplementaryGroups"] {
+		groups = append(groups, splitWords(assignment)...)
+	}
+	return groups
+}
+
+// DynamicUser is DynamicUser=: systemd allocates the user when the service starts.
+func (s *SystemdService) DynamicUser() bool { return isTrue(s.value("DynamicUser")) }
+
+// BoundingSet and AmbientSet are the capability bounding and ambient sets after every
+// CapabilityBoundingSet= and AmbientCapabilities= line in force.
+func (s *SystemdService) BoundingSet() CapabilitySet {
+	return capabilitySet(s.Settings["CapabilityBoundingSet"], AllCapabilities)
+}
+func (s *SystemdService) AmbientSet() CapabilitySet {
+	return capabilitySet(s.Settings["AmbientCapabilities"], 0)
+}
+
+// execPrefixes are the prefixes of ExecStart's command (systemd.service(5)).
+func (s *SystemdService) execPrefixes() string {
+	start := s.value("ExecStart")
+	return start[:len(start)-len(strings.TrimLeft(start, "-@+!:|"))]
+}
+
+// Privileged is ExecStart's "+" prefix: the server runs with full privileges, User=, Group=
+// and the capability settings not applied.
+func (s *SystemdService) Privileged() bool { return strings.Contains(s.execPrefixes(), "+") }
+
+// KeepsRoot is ExecStart's "!" prefix: User=, Group= and SupplementaryGroups= are not
+// applied, and the server runs as root with the unit's capability sets. "!!" does that only
+// on systems without ambient capabilities, which no supported kernel is.
+func (s *SystemdService) KeepsRoot() bool {
+	prefixes := s.execPrefixes()
+	return strings.Contains(prefixes, "!") && !strings.Contains(prefixes, "!!")
+}
+
+// RunsAsRoot says whether the server runs as root: no User= (or root, or 0) and no
+// DynamicUser=, or ExecStart's "+" or "!" prefix.
+func (s *SystemdService) RunsAsRoot() bool {
+	if s.Privileged() || s.KeepsRoot() {
+		return true
+	}
+	user := s.User()
+	return !s.DynamicUser() && (user == "" || user == "root" || user == "0")
+}
+
+// Capabilities are the capabilities the server holds: root holds its bounding set, another
+// user only the ambient capabilities the bounding set allows; ExecStart's "+" gives all.
+func (s *SystemdService) Capabilities() CapabilitySet {
+	switch {
+	case s.Privileged():
+		return AllCapabilities
+	case s.RunsAsRoot():
+		return s.BoundingSet()
+	default:
+		return s.BoundingSet() & s.AmbientSet()
+	}
+}
+
+// CapabilitySettings names the settings that leave the server the capabilities it holds,
+// each with the file of its assignment: for root, the bounding set's lines; for another user,
+// User= and the ambient set's lines too.
+func (s *SystemdService) CapabilitySettings() string {
+	var parts []string
+	if !s.RunsAsRoot() {
+		parts = append(parts, s.Assignments("User")...)
+		if ambient := s.Assignments("AmbientCapabilities"); len(ambient) > 0 {
+			parts = append(parts, ambient...)
+		} else {
+			parts = append(parts, "no AmbientCapabilities=")
+		}
+	}
+	if bounding := s.Assignments("CapabilityBoundingSet"); len(bounding) > 0 {
+		parts = append(parts, bounding...)
+	}
+	if len(parts) == 0 {
+		return "no CapabilityBoundingSet="
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Assignments are a setting's lines in force, each as "Name=value in file".
+func (s *SystemdService) Assignments(name string) []string {
+	values := s.Settings[name]
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = fmt.Sprintf("%s=%s", name, v)
+		if i < len(s.sources[name]) {
+			out[i] += " in " + s.sources[name][i]
+		}
+	}
+	return out
 }

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+
+	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	"github.com/portcullis-k8s/portcullis/pkg/releases"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+)
+
+// Preflight's verdict is split in two: whether the server starts (Problems: flags, files,
+// image, sandbox), and what it refuses that stock admits (Refusals), which is the operator's
+// choice and no problem, but must be known before the swap. RollbackChanges is the same
+// question asked of a rollback: every verdict that changes when stock runs instead.
+
+// judge fills Refusals and RollbackChanges from the chains that would load and the
+// Portcullis entry's settings. It needs a checked command line.
+func (r *PreflightReport) judge() {
+	if !r.checkedCommandLine || (r.Mutating == nil && r.Validating == nil) {
+		return
+	}
+	enabled := func(name string) bool {
+		return slices.Contains(r.Mutating, name) || slices.Contains(r.Validating, name)
+	}
+	var modes []admissionv1alpha1.PluginEnforcement
+	if r.portcullis != nil {
+		modes = r.portcullis.EnforcementModes
+	}
+	var stopped []string
+	for _, p := range portcullisadmission.Plugins() {
+		if !enabled(p.Name) {
+			continue
+		}
+		stopped = append(stopped, p.Name)
+		if p.Since != releases.First {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s is new in %s: a Portcullis release before it refuses the name in the flags; take it out before going back to one", p.Name, p.Since))
+		}
+		soften := modeOf(modes, p.Name)
+		if p.Refuses == "" {
+			continue
+		}
+		if soften.Softens() {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s runs in enforcement mode %s: it admits what it would refuse (%s), and says so; in Deny it would refuse it", p.Name, soften.Label, p.Refuses))
+			continue
+		}
+		r.Refusals = append(r.Refusals, fmt.Sprintf("%s (enforcing): %s", p.Name, p.Refuses))
+	}
+	if len(stopped) > 0 {
+		r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s stop: what they refuse is admitted, what they set is no longer set (docs/operating.md, 4)", strings.Join(stopped, ", ")))
+	}
+	// Upstream's plugins in Warn or Audit deny again under stock, which reads no modes.
+	for _, m := range modes {
+		if portcullisadmission.IsOurs(m.Name) || !enabled(m.Name) {
+			continue
+		}
+		if s := enforcement.SoftenFor(m.Modes); s.Softens() {
+			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s runs in enforcement mode %s here; stock denies what it refuses", m.Name, s.Label))
+		}
+	}
+	if r.portcullis == nil {
+		return
+	}
+	for _, f := range r.portcullis.NewerFields {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s: %s is new in %s: a Portcullis release before it refuses this file (strict decoding); take the field out before going back to one", r.portcullis.Entry, f.Path, f.Since))
+	}
+	for _, phase := range []struct {
+		name       string
+		validating bool
+	}{{"mutating", false}, {"validating", true}} {
+		d := r.portcullis.Dispatch(phase.validating)
+		if d == nil {
+			continue
+		}
+		keys := slices.SortedFunc(maps.Keys(d.Modes), func(a, b webhook.HookKey) int {
+			return cmp.Or(strings.Compare(a.Configuration, b.Configuration), strings.Compare(a.Webhook, b.Webhook))
+		})
+		for _, key := range keys {
+			s := d.Modes[key]
+			if !s.Softens() {
+				continue
+			}
+			what := "its denials refuse requests and its failures follow its failurePolicy"
+			if !phase.validating {
+				what = "its patches are applied, its denials refuse requests and its failures follow its failurePolicy"
+			}
+			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s webhook %s of %s runs in mode %s here (a shadow); stock enforces it: %s", phase.name, key.Webhook, key.Configuration, s.Label, what))
+		}
+		if d.Breaker != nil {
+			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("the %s webhooks' circuit breakers stop: a failing webhook is called on every request, and its failurePolicy decides", phase.name))
+		}
+		if d.Budget != nil {
+			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("the %s webhooks' time budget stops: each webhook is called with its whole timeout", phase.name))
+		}
+	}
+}
+
+// modeOf returns a plugin's enforcement mode (the zero Soften: Deny).
+func modeOf(modes []admissionv1alpha1.PluginEnforcement, name string) enforcement.Soften {
+	for _, m := range modes {
+		if m.Name == name {
+			return enforcement.SoftenFor(m.Modes)
+		}
+	}
+	return enforcement.Soften{}
+}
+
+// podSecurityPolicyEnforces reports whether the command line checked enables
+// PodSecurityPolicy in mode Deny: then what --podsecuritypolicy finds it would refuse is
+// refused at the swap.
+func (r *PreflightReport) podSecurityPolicyEnforces() bool {
+	if !slices.Contains(r.Validating, podsecuritypolicy.PluginName) {
+		return false
+	}
+	var modes []admissionv1alpha1.PluginEnforcement
+	if r.portcullis != nil {
+		modes = r.portcullis.EnforcementModes
+	}
+	return !modeOf(modes, podsecuritypolicy.PluginName).Softens()
+}
