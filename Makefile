@@ -101,6 +101,21 @@ kube-controller-manager: ## build kube-controller-manager from the same module g
 	@mkdir -p $(BIN_DIR)
 	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 
+# kubeadm and kubectl report the Kubernetes version go.mod requires, stamped as upstream's
+# release builds stamp it (`kubectl version` fails on an unstamped client's version).
+KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\)$$|\1|p' go.mod)
+KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
+
+.PHONY: kubeadm
+kubeadm: ## build kubeadm's CLI from the same module graph (the docs tests run docs/operating.md's kubeadm commands with it)
+	@mkdir -p $(BIN_DIR)
+	$(GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubeadm k8s.io/kubernetes/cmd/kubeadm
+
+.PHONY: kubectl
+kubectl: ## build kubectl from the same module graph (the docs tests run the documented kubectl commands with it)
+	@mkdir -p $(BIN_DIR)
+	$(GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubectl k8s.io/kubernetes/cmd/kubectl
+
 .PHONY: local-up
 local-up:
 	@mkdir -p $(BIN_DIR)
@@ -112,7 +127,7 @@ run: build etcd kube-controller-manager local-up ## a local control plane on 127
 
 .PHONY: build-test-binaries
 build-test-binaries: BUILD_PGO = $(PGO_FLAG)
-build-test-binaries: build etcd stock kube-controller-manager local-up ## everything the integration suites run
+build-test-binaries: build etcd stock kube-controller-manager local-up kubeadm kubectl ## everything the integration suites run
 
 .PHONY: test
 test: test-unit test-fuzz test-integration test-release ## unit, fuzz, integration and release tests (what CI runs)

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/portcullis-k8s/portcullis/test/docs"
 )
 
 // lookTool finds a program the release tests run; its absence fails the test.
@@ -79,5 +83,32 @@ func TestSkopeoReadsTheArchive(t *testing.T) {
 				t.Errorf("skopeo sees env %q, the config holds %q", got.Env, img.config.Config.Env)
 			}
 		})
+	}
+}
+
+// TestSkopeoCopiesToContainersStorage runs docs/release.md's import into containers-storage
+// (CRI-O's and Podman's image store) as written, in the release's directory, with directories
+// standing in for /var/lib/containers and /run/containers; the stored image is then read back.
+func TestSkopeoCopiesToContainersStorage(t *testing.T) {
+	skopeo := lookTool(t, "skopeo", "skopeo")
+	r := loadRelease(t)
+	opts := docs.Options{
+		Mounts: map[string]string{"/var/lib/containers": t.TempDir(), "/run/containers": t.TempDir()},
+		Path:   []string{filepath.Dir(skopeo)},
+		Dir:    r.dir,
+	}
+	docs.Run(t, docs.Block(t, "docs/release.md", docs.KeyContainersStorage), opts)
+	ref := "containers-storage:localhost/portcullis/kube-apiserver:" + r.tag
+	out, _ := docs.Run(t, "skopeo inspect "+ref+"\n", opts)
+	var got struct {
+		Name         string
+		Architecture string
+		Os           string
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("skopeo inspect %s: %v\n%s", ref, err, out)
+	}
+	if got.Name != "localhost/portcullis/kube-apiserver" || got.Os != runtime.GOOS || got.Architecture != runtime.GOARCH {
+		t.Errorf("containers-storage holds %s for %s/%s, want localhost/portcullis/kube-apiserver for this machine's %s/%s", got.Name, got.Os, got.Architecture, runtime.GOOS, runtime.GOARCH)
 	}
 }

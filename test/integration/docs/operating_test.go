@@ -1,0 +1,158 @@
+package docs_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/portcullis-k8s/portcullis/test/docs"
+)
+
+// releaseDir lays out what an operator has of a release: linux/amd64/kube-apiserver (our
+// binary) and SHA256SUMS as build/release.sh writes it (over every artifact, most of which
+// this node does not have). The guide's first block puts ./kube-apiserver beside them
+// (operatorDir).
+func releaseDir(t *testing.T, tl tools) string {
+	t.Helper()
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "linux", "amd64", "kube-apiserver")
+	if err := os.MkdirAll(filepath.Dir(binary), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(tl.bins.APIServer, binary); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(readFile(t, tl.bins.APIServer))
+	other := sha256.Sum256([]byte("an artifact this node does not have"))
+	var sums strings.Builder
+	for _, artifact := range []string{"linux/amd64/kube-apiserver", "linux/amd64/kube-apiserver.cdx.json", "linux/arm64/kube-apiserver", "linux/arm64/kube-apiserver.cdx.json", "kube-apiserver-" + version(t) + ".oci.tar"} {
+		s := hex.EncodeToString(other[:])
+		if artifact == "linux/amd64/kube-apiserver" {
+			s = hex.EncodeToString(sum[:])
+		}
+		fmt.Fprintf(&sums, "%s  %s\n", s, artifact)
+	}
+	writeFile(t, filepath.Join(dir, "SHA256SUMS"), sums.String())
+	return dir
+}
+
+// TestOperatingCheckBinary runs docs/operating.md's "Check the binary first".
+func TestOperatingCheckBinary(t *testing.T) {
+	tl := findTools(t)
+	dir := releaseDir(t, tl)
+	out, _ := docs.Run(t, docs.Block(t, operating, docs.KeyCheckBinary), docs.Options{Path: []string{tl.dir}, Dir: dir})
+	for _, want := range []string{"linux/amd64/kube-apiserver: OK", "Kubernetes " + version(t)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the check printed no %q:\n%s", want, out)
+		}
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(dir, "kube-apiserver")), readFile(t, tl.bins.APIServer)) {
+		t.Error("./kube-apiserver, which the guide runs from here on, is not the checked binary")
+	}
+}
+
+// operatorDir is a release's directory after the guide's first block (TestOperatingCheckBinary
+// runs it): ./kube-apiserver in it.
+func operatorDir(t *testing.T, tl tools) string {
+	t.Helper()
+	dir := releaseDir(t, tl)
+	docs.Run(t, docs.Block(t, operating, docs.KeyCheckBinary), docs.Options{Path: []string{tl.dir}, Dir: dir})
+	return dir
+}
+
+// TestOperatingSystemdInstall runs 2b's step 1 twice, with a directory standing in for
+// /usr/local/lib/portcullis: the binary lands in its release's directory, executable.
+func TestOperatingSystemdInstall(t *testing.T) {
+	tl := findTools(t)
+	dir := releaseDir(t, tl)
+	lib := t.TempDir()
+	opts := docs.Options{Mounts: map[string]string{"/usr/local/lib/portcullis": lib}, Path: []string{tl.dir}, Dir: dir}
+	block := docs.Block(t, operating, docs.KeySystemdInstall)
+	for range 2 {
+		docs.Run(t, block, opts)
+	}
+	installed := filepath.Join(lib, version(t), "kube-apiserver")
+	info, err := os.Lstat(installed)
+	if err != nil {
+		t.Fatalf("the binary is not in its release's directory: %v", err)
+	}
+	if info.Mode() != 0o755 {
+		t.Errorf("%s has mode %v, want -rwxr-xr-x", installed, info.Mode())
+	}
+	if !bytes.Equal(readFile(t, installed), readFile(t, tl.bins.APIServer)) {
+		t.Errorf("%s is not the release's binary", installed)
+	}
+}
+
+// TestOperatingSystemd runs 2b's steps 1, 2 and 4 on a systemd node running stock: the
+// certificates kubeadm's layout puts in /etc/kubernetes/pki (the kit's environment file names
+// them there; made by the real kubeadm), a running unit and environment file, then the kit's
+// unit and environment file written over them (step 3, the operator's copy, done here), and
+// the preflight of the new unit against the backup, which must pass.
+func TestOperatingSystemd(t *testing.T) {
+	tl := findTools(t)
+	dir := operatorDir(t, tl)
+	etc, root, units, lib := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	opts := docs.Options{
+		Mounts:   map[string]string{"/etc/kubernetes": etc, "/root": root, "/etc/systemd/system": units, "/usr/local/lib/portcullis": lib},
+		Path:     []string{tl.dir},
+		Dir:      dir,
+		Hostname: nodeName,
+	}
+	repo := docs.RepoRoot(t)
+	config := filepath.Join(t.TempDir(), "kubeadm.yaml")
+	writeFile(t, config, `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: `+advertiseAddress+`
+nodeRegistration:
+  name: `+nodeName+`
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: `+kubernetesVersion(t)+`
+`)
+	docs.Run(t, "kubeadm init phase certs all --config "+config+"\n", opts)
+	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(readFile(t, filepath.Join(repo, admissionConfig))))
+
+	// The node as it runs: the kit's unit, stock's binary and stock's plugins.
+	unit := string(readFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.service")))
+	env := string(readFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.env")))
+	runningEnv := setEnv(t, env, "KUBE_APISERVER_BINARY", "/usr/local/bin/kube-apiserver")
+	runningEnv = setEnv(t, runningEnv, "ENABLE_ADMISSION_PLUGINS", "NodeRestriction")
+	writeFile(t, filepath.Join(units, "kube-apiserver.service"), unit)
+	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), runningEnv)
+
+	docs.Run(t, docs.Block(t, operating, docs.KeySystemdInstall), opts)
+	docs.Run(t, docs.Block(t, operating, docs.KeySystemdBackup), opts)
+	if got := string(readFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
+		t.Errorf("the backup of the environment file is not the running one")
+	}
+	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), env)
+	if err := os.Chmod(filepath.Join(etc, "kube-apiserver.env"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := docs.Run(t, docs.Block(t, operating, docs.KeySystemdPreflight), opts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the new unit:\n%s", out)
+	}
+}
+
+// setEnv sets name's value in an environment file.
+func setEnv(t *testing.T, env, name, value string) string {
+	t.Helper()
+	lines := strings.Split(env, "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(line, name+"=") {
+			lines[i] = name + "=" + value
+			return strings.Join(lines, "\n")
+		}
+	}
+	t.Fatalf("the environment file sets no %s", name)
+	return ""
+}
