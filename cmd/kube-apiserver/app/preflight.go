@@ -76,11 +76,14 @@ With --systemd-unit it also checks the unit's sandbox (ProtectSystem=, ProtectHo
 PrivateTmp=, ReadWritePaths=, ...) against the files the server reads and writes; with
 --running-unit FILE [--running-environment-file FILE] (the unit the node runs now, or its
 backup), every flag that unit passes must keep its value in the new one, as for manifests.
+When the flags name Portcullis's plugins, the program the unit runs must be this binary
+(stock refuses the names); a secure port below 1024 needs CAP_NET_BIND_SERVICE.
 
 For a manifest rendered by kubeadm before it replaces the running one, --running-manifest
 names the running one: every flag it sets must keep its value (a changed --advertise-address
-or --admission-control-config-file is a problem); only flags and our plugin names may be
-added; the rest of the pod (env, resources, probes, securityContext, volumes, labels and
+or --admission-control-config-file is a problem); a flag may be added only at the server's
+default, our plugin names and admission config file apart (with --rollback, dropping our
+plugin names is expected and the image must be stock's); the rest of the pod (env, resources, probes, securityContext, volumes, labels and
 annotations) must not change, but for added read-only hostPath volumes. The manifest's image
 must be able to run its flags: this release's (of --kubernetes-version, when given) when the
 flags name Portcullis's plugins. --kubeadm-patches DIR checks that the kube-apiserver image the patches set is this
@@ -112,7 +115,7 @@ be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
 func newPreflightCommand() *cobra.Command {
 	var manifest, runningManifest, unit, environmentFile, runningUnit, runningEnvironmentFile, kubeconfig, patches, kubernetesVersion, output string
-	var webhooks, podSecurityPolicy bool
+	var webhooks, podSecurityPolicy, rollback bool
 	cmd := &cobra.Command{
 		Use:          "preflight",
 		Short:        "Check that this binary accepts a node's kube-apiserver command line",
@@ -141,6 +144,8 @@ func newPreflightCommand() *cobra.Command {
 				return usage(errors.New("--environment-file goes with --systemd-unit"))
 			case runningManifest != "" && manifest == "":
 				return usage(errors.New("--running-manifest goes with --manifest"))
+			case rollback && runningManifest == "" && runningUnit == "":
+				return usage(errors.New("--rollback goes with --running-manifest or --running-unit"))
 			case runningUnit != "" && unit == "":
 				return usage(errors.New("--running-unit goes with --systemd-unit"))
 			case runningEnvironmentFile != "" && runningUnit == "":
@@ -190,12 +195,14 @@ func newPreflightCommand() *cobra.Command {
 			report := &PreflightReport{}
 			if source != "" {
 				report = Preflight(cmd.Context(), argv)
+				report.rollback = rollback
 				if pod != nil {
 					report.checkHostPathMounts(pod.HostPathMounts)
 					report.checkManifestImage(manifest, pod.Image, kubernetesVersion, version.Get().GitVersion)
 				}
 				if service != nil {
 					report.checkSandbox(service)
+					report.checkUnitProgram(unit, service)
 				}
 				if running != nil {
 					report.checkAgainstRunning(runningManifest, running.Args)
@@ -258,6 +265,7 @@ func newPreflightCommand() *cobra.Command {
 	cmd.Flags().StringVar(&manifest, "manifest", "", "a static pod manifest whose kube-apiserver container's command line to check")
 	cmd.Flags().StringVar(&runningManifest, "running-manifest", "", "with --manifest: the manifest the node runs now, whose flags and pod settings the new one must keep")
 	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart (and sandbox) to check")
+	cmd.Flags().BoolVar(&rollback, "rollback", false, "with --running-manifest or --running-unit: the new command line is a rollback to stock, which drops Portcullis's plugin names and must run stock's image")
 	cmd.Flags().StringVar(&runningUnit, "running-unit", "", "with --systemd-unit: the unit the node runs now (its backup), whose flags the new one must keep")
 	cmd.Flags().StringVar(&runningEnvironmentFile, "running-environment-file", "", "with --running-unit: the EnvironmentFile to expand its ExecStart with, in place of the unit's own")
 	cmd.Flags().StringVar(&environmentFile, "environment-file", "", "with --systemd-unit: the EnvironmentFile to expand ExecStart with, in place of the unit's own")
@@ -321,6 +329,9 @@ type PreflightReport struct {
 	// Starts says whether the server starts with the command line: no problem found.
 	Starts bool `json:"starts"`
 
+	// rollback says the command line checked is a rollback to stock (--rollback): it drops
+	// our plugin names from the running one's, and runs stock's image.
+	rollback bool
 	// portcullis is the Portcullis entry's settings, once read.
 	portcullis *portcullisconfig.Configuration
 	// namedFiles are the files the flags name, by flag, for the static pod's mounts and the
@@ -973,7 +984,14 @@ func (r *PreflightReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	if len(r.Problems) == 0 {
-		fmt.Fprintln(w, "No problems found: it starts; the swap is safe.")
+		switch {
+		case !r.checkedCommandLine:
+			fmt.Fprintln(w, "No problems found in what was checked.")
+		case len(r.Refusals) > 0:
+			fmt.Fprintln(w, "No problems found: it starts; the swap is safe, and it refuses what stock admits, as listed above: meant?")
+		default:
+			fmt.Fprintln(w, "No problems found: it starts; the swap is safe.")
+		}
 		return
 	}
 	fmt.Fprintf(w, "%d problem(s):\n", len(r.Problems))

@@ -23,8 +23,13 @@ import (
 )
 
 // kubeadmPatchFile matches the names kubeadm reads as patches of the kube-apiserver static
-// pod (kubeadm's util/patches: target, optional suffix, optional +patchtype, .json or .yaml).
-var kubeadmPatchFile = regexp.MustCompile(`^kube-apiserver[^.+\n]*(\+(strategic|merge|json))?\.(json|yaml)$`)
+// pod: kubeadm's util/patches takes any name that starts with the target and ends in .json
+// or .yaml (kube-apiserver_old.v1.37.1.yaml included); kubeadmJSONPatchFile those it reads as
+// JSON patches (the target, a suffix without "." or "+", then "+json").
+var (
+	kubeadmPatchFile     = regexp.MustCompile(`^kube-apiserver.*\.(json|yaml)$`)
+	kubeadmJSONPatchFile = regexp.MustCompile(`^kube-apiserver[^.+\n]*\+json`)
+)
 
 // imageTag is the tag kubeadm gives a version: every character outside [-\w.] becomes "_"
 // (kubeadm's KubernetesVersionToImageTag), so v1.37.2+portcullis.1 is v1.37.2_portcullis.1.
@@ -92,7 +97,22 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 // release or Kubernetes version than kubeadm renders (targetVersion; this release's when
 // empty). A stock image with no plugin of ours is a rollback's manifest: nothing to say.
 func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, ours string) {
+	if strings.Contains(image, "@") {
+		// Pinned by digest: which release it is cannot be read from the name.
+		if !r.rollback {
+			r.checkImage(manifest, image, targetVersion, ours)
+		}
+		return
+	}
 	_, tag, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+	if r.rollback {
+		if strings.Contains(tag, portcullisTag) {
+			r.problem("%s: --rollback, but the image %s is a Portcullis release: render stock's (take Portcullis's patch out of the patches directory, docs/operating.md, 4)", manifest, image)
+		}
+		if targetVersion != "" && tag != "" && tag != imageTag(targetVersion) {
+			r.problem("%s: the image %s is not stock's %s, the version the cluster runs (--kubernetes-version): a rollback must not change the version", manifest, image, targetVersion)
+		}
+	}
 	if !strings.Contains(tag, portcullisTag) {
 		if edits := ourPluginNames(r.Args); len(edits) > 0 {
 			r.problem("%s: the image %s is not a Portcullis release, but the command line names Portcullis's plugins (%s): stock kube-apiserver refuses them and the pod never becomes ready; render with the patch that sets this release's image (patches.directory in kubeadm's configuration, docs/operating.md)", manifest, image, strings.Join(edits, "; "))
@@ -141,7 +161,7 @@ func kubeadmPatchImage(dir string) (image, file string, err error) {
 		if err != nil {
 			return "", "", err
 		}
-		jsonPatch := strings.Contains(e.Name(), "+json")
+		jsonPatch := kubeadmJSONPatchFile.MatchString(e.Name())
 		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 		for {
 			doc, err := reader.Read()
@@ -241,10 +261,18 @@ func (r *PreflightReport) compareFlags(kind, runningPath string, running []strin
 		case slices.Equal(was, now):
 		case name == "enable-admission-plugins":
 			wasSet, nowSet := pluginList(was), pluginList(now)
+			var dropped []string
 			for _, p := range wasSet {
-				if !slices.Contains(nowSet, p) {
+				switch {
+				case slices.Contains(nowSet, p):
+				case r.rollback && portcullisadmission.IsOurs(p):
+					dropped = append(dropped, p)
+				default:
 					r.problem("--enable-admission-plugins drops %s, which the running %s %s enables", p, kind, runningPath)
 				}
+			}
+			if len(dropped) > 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins drops Portcullis's %s (a rollback)", strings.Join(dropped, ", ")))
 			}
 			var added []string
 			for _, p := range nowSet {
@@ -266,10 +294,39 @@ func (r *PreflightReport) compareFlags(kind, runningPath string, running []strin
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(after)) {
-		if before[name] == nil {
+		switch {
+		case before[name] != nil:
+		case name == "enable-admission-plugins" || name == "admission-control-config-file" || isDefault(name, after[name]):
+			// Ours, or what the server does without the flag.
 			r.Notes = append(r.Notes, fmt.Sprintf("adds --%s=%s to the running %s's flags", name, strings.Join(after[name], ","), kind))
+		default:
+			r.problem("--%s=%s is added: the running %s %s does not pass it, and the server's default is %q, so the new %s changes what the server does; take it out, or add it to the running %s first if it is meant", name, strings.Join(after[name], ","), kind, runningPath, flagDefault(name), kind, kind)
 		}
 	}
+}
+
+// isDefault reports whether giving flag name these values leaves it at the server's default.
+func isDefault(name string, values []string) bool {
+	fs := serverFlagSet(options.NewServerRunOptions())
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	before := f.Value.String()
+	for _, v := range values {
+		if err := fs.Set(name, v); err != nil {
+			return false
+		}
+	}
+	return f.Value.String() == before
+}
+
+// flagDefault is the server's default of flag name, as --help prints it.
+func flagDefault(name string) string {
+	if f := serverFlagSet(options.NewServerRunOptions()).Lookup(name); f != nil {
+		return f.DefValue
+	}
+	return ""
 }
 
 // givenFlags returns the values each flag is given, by the flag's name as the server

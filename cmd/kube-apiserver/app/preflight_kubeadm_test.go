@@ -28,6 +28,12 @@ func TestKubeadmPatchImage(t *testing.T) {
 			"kube-scheduler.yaml":            "spec:\n  containers:\n  - name: kube-apiserver\n    image: b/kube-apiserver:v9\n",
 			"kube-apiserver.txt":             "spec:\n  containers:\n  - name: kube-apiserver\n    image: c/kube-apiserver:v9\n",
 		}, wantImage: "a/kube-apiserver:v1.37.2_portcullis.1", wantFile: "kube-apiserver2+strategic.yaml"},
+		// kubeadm takes any name that starts with the target and ends in .yaml or .json: an
+		// old patch kept under another name still applies, and last.
+		{name: "a kept old patch under another name", files: map[string]string{
+			"kube-apiserver.yaml":             "spec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:v1.37.2_portcullis.1\n",
+			"kube-apiserver_old.v1.37.1.yaml": "spec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:v1.37.1_portcullis.1\n",
+		}, wantImage: "a/kube-apiserver:v1.37.1_portcullis.1", wantFile: "kube-apiserver_old.v1.37.1.yaml"},
 		{name: "documents in order", files: map[string]string{
 			"kube-apiserver.yaml": "spec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:one\n---\nmetadata:\n  labels: {x: y}\n---\nspec:\n  containers:\n  - name: kube-apiserver\n    image: a/kube-apiserver:two\n",
 		}, wantImage: "a/kube-apiserver:two", wantFile: "kube-apiserver.yaml"},
@@ -123,13 +129,22 @@ func TestCheckAgainstRunning(t *testing.T) {
 	tests := []struct {
 		name         string
 		rendered     []string
+		rollback     bool
 		wantProblems []string
 		wantNote     string
 	}{
+		{name: "a rollback drops our plugins",
+			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"},
+			rollback: true},
 		{name: "unchanged", rendered: running},
-		{name: "our plugins added, a flag added",
-			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,SecurityContextDeny,PodPreset", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2", "--profiling=false"},
+		{name: "our plugins added, a flag added at its default",
+			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,SecurityContextDeny,PodPreset", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2", "--profiling=true"},
 			wantNote: "--enable-admission-plugins adds Portcullis's SecurityContextDeny, PodPreset"},
+		// The kit's systemd unit passes flags a hand-written one may not: each changes what the
+		// server does.
+		{name: "flags added with other values than the defaults",
+			rendered:     []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2", "--allow-privileged=true", "--enable-bootstrap-token-auth=true"},
+			wantProblems: []string{`--allow-privileged=true is added: the running manifest m.yaml does not pass it, and the server's default is "false"`, "--enable-bootstrap-token-auth=true is added"}},
 		{name: "the address re-derived from the default route",
 			rendered:     []string{"--advertise-address=192.168.1.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"},
 			wantProblems: []string{"--advertise-address changes from 10.0.0.5 (the running manifest's) to 192.168.1.5"}},
@@ -142,7 +157,7 @@ func TestCheckAgainstRunning(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &PreflightReport{Args: tc.rendered}
+			r := &PreflightReport{Args: tc.rendered, rollback: tc.rollback}
 			r.checkAgainstRunning("m.yaml", running)
 			for _, want := range tc.wantProblems {
 				if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, want) }) {
@@ -168,6 +183,7 @@ func TestCheckManifestImage(t *testing.T) {
 	tests := []struct {
 		name, image, target string
 		args                []string
+		rollback            bool
 		wantProblem         string
 	}{
 		{name: "this release's image with our plugins", image: ourImage, args: withOurs},
@@ -184,10 +200,17 @@ func TestCheckManifestImage(t *testing.T) {
 			wantProblem: "runs Kubernetes " + kube + ", but kubeadm renders v1.38.0"},
 		{name: "another Portcullis release", image: "r.example/kube-apiserver:v1.37.1_portcullis.1", args: stockFlags,
 			wantProblem: "runs Kubernetes v1.37.1, but kubeadm renders " + kube},
+		// Pinned by digest: a warning (checkImage's), not a refusal.
+		{name: "pinned by digest", image: "r.example/portcullis/kube-apiserver@sha256:0123", args: withOurs},
+		{name: "a rollback to stock's image", image: "registry.k8s.io/kube-apiserver:" + kube, args: stockFlags, rollback: true},
+		{name: "a rollback that keeps our image", image: ourImage, args: stockFlags, rollback: true,
+			wantProblem: "--rollback, but the image " + ourImage + " is a Portcullis release"},
+		{name: "a rollback to another version", image: "registry.k8s.io/kube-apiserver:v1.37.1", args: stockFlags, rollback: true, target: kube,
+			wantProblem: "is not stock's " + kube + ", the version the cluster runs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &PreflightReport{Args: tc.args}
+			r := &PreflightReport{Args: tc.args, rollback: tc.rollback}
 			r.checkManifestImage("m.yaml", tc.image, tc.target, ours)
 			if tc.wantProblem == "" {
 				if len(r.Problems) > 0 {

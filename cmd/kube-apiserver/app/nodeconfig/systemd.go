@@ -21,6 +21,10 @@ var systemdDropInRoots = []string{"/etc/systemd/system"}
 type SystemdService struct {
 	// Args are the server's arguments: ExecStart's after the program, variables substituted.
 	Args []string
+	// Program is the file ExecStart runs (through env(1), when the unit uses it).
+	Program string
+	// ExecStartFile is the file whose ExecStart= is in force: the unit's, or a drop-in's.
+	ExecStartFile string
 	// Settings are the unit's [Service] settings, by name, in the order they apply. An empty
 	// assignment resets a setting; for the capability settings, whose empty assignment means
 	// the empty set rather than the default, it is kept as the one value "".
@@ -103,7 +107,11 @@ func readSystemdUnit(unitPath, environmentFile string, dropInRoots []string) (*S
 	if filepath.Base(program) != "kube-apiserver" {
 		return nil, fmt.Errorf("%s: ExecStart runs %q, not kube-apiserver", unitPath, strings.Join(append([]string{program}, args...), " "))
 	}
-	return &SystemdService{Args: args, Settings: unit, sources: sources}, nil
+	execStartFile := unitPath
+	if from := sources["ExecStart"]; len(from) > 0 {
+		execStartFile = from[len(from)-1]
+	}
+	return &SystemdService{Args: args, Program: program, ExecStartFile: execStartFile, Settings: unit, sources: sources}, nil
 }
 
 // systemdDropIns returns the unit's drop-ins, <unit>.d/*.conf in the unit's directory and

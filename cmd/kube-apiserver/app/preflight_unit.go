@@ -1,0 +1,111 @@
+package app
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
+)
+
+// capNetBindService is CAP_NET_BIND_SERVICE's number: binding a port below
+// ip_unprivileged_port_start needs it.
+const capNetBindService = 10
+
+// checkUnitProgram reports a unit that would not run this release with the command line
+// checked: a program other than this binary while the flags name our plugins (stock refuses
+// them: the server stays down), an ExecStart= of a drop-in that overrides the unit file's
+// (the command line checked is that one, whatever the new unit file says), and a secure port
+// the unit's capabilities do not let the server bind.
+func (r *PreflightReport) checkUnitProgram(unitPath string, service *nodeconfig.SystemdService) {
+	if service.ExecStartFile != "" && service.ExecStartFile != unitPath {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("ExecStart is set by the drop-in %s, which overrides %s's: the server runs that command line (%s); remove or update the drop-in with the unit", service.ExecStartFile, unitPath, service.Program))
+	}
+	if edits := ourPluginNames(r.Args); len(edits) > 0 {
+		self, err := os.Executable()
+		switch same, why := sameFile(self, service.Program); {
+		case err != nil:
+			r.Notes = append(r.Notes, fmt.Sprintf("the unit runs %s; preflight cannot read its own binary to compare (%v)", service.Program, err))
+		case !same:
+			r.problem("the unit runs %s, which %s: stock kube-apiserver refuses Portcullis's plugin names (%s) and the server would not start; point ExecStart (KUBE_APISERVER_BINARY in the kit's environment file) at this release's binary, installed as in docs/operating.md, 2b", service.Program, why, strings.Join(edits, "; "))
+		}
+	}
+	port := 6443
+	if values := givenFlags(r.Args)["secure-port"]; len(values) > 0 {
+		if p, err := strconv.Atoi(values[len(values)-1]); err == nil {
+			port = p
+		}
+	}
+	if port > 0 && port < unprivilegedPortStart() && !service.Capabilities().Has(capNetBindService) {
+		r.problem("--secure-port=%d: the unit leaves the server without CAP_NET_BIND_SERVICE (%s), which binding a port below %d needs; the server would fail to listen: add CAP_NET_BIND_SERVICE to CapabilityBoundingSet= (and AmbientCapabilities= for another user) in a drop-in, or use a port from %d up", port, service.CapabilitySettings(), unprivilegedPortStart(), unprivilegedPortStart())
+	}
+}
+
+// unprivilegedPortStart is the kernel's net.ipv4.ip_unprivileged_port_start (1024 when it
+// cannot be read).
+func unprivilegedPortStart() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+	if err != nil {
+		return 1024
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 1024
+	}
+	return n
+}
+
+// sameFile reports whether the files at a and b hold the same bytes, and otherwise why not.
+func sameFile(a, b string) (bool, string) {
+	if !filepath.IsAbs(b) {
+		return false, "is not an absolute path (systemd runs an absolute path, or one it finds in its own search path)"
+	}
+	infoA, err := os.Stat(a)
+	if err != nil {
+		return false, fmt.Sprintf("cannot be compared with this binary (%v)", err)
+	}
+	infoB, err := os.Stat(b)
+	if err != nil {
+		return false, fmt.Sprintf("cannot be read (%v)", err)
+	}
+	if os.SameFile(infoA, infoB) {
+		return true, ""
+	}
+	if infoA.Size() != infoB.Size() {
+		return false, fmt.Sprintf("is not this release's binary (%d bytes, this one %d)", infoB.Size(), infoA.Size())
+	}
+	sumA, errA := fileSum(a)
+	sumB, errB := fileSum(b)
+	switch {
+	case errA != nil || errB != nil:
+		return false, fmt.Sprintf("cannot be compared with this binary (%v)", errorsOf(errA, errB))
+	case !bytes.Equal(sumA, sumB):
+		return false, "is not this release's binary (its content differs)"
+	}
+	return true, ""
+}
+
+func fileSum(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+func errorsOf(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
