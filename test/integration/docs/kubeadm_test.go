@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -111,6 +112,18 @@ func TestOperatingKubeadm(t *testing.T) {
 		t.Errorf("the check printed:\n%s", out)
 	}
 
+	// Since the swap the cluster was upgraded to the next patch (kubeadm upgrade apply writes
+	// the ClusterConfiguration's kubernetesVersion): a rollback must render stock at that
+	// version, never put back the manifest saved at install, which would downgrade.
+	upgradedTo := nextPatch(t, kubernetesVersion(t))
+	cm.Data["ClusterConfiguration"] = strings.Replace(cm.Data["ClusterConfiguration"], "kubernetesVersion: "+kubernetesVersion(t), "kubernetesVersion: "+upgradedTo, 1)
+	if !strings.Contains(cm.Data["ClusterConfiguration"], "kubernetesVersion: "+upgradedTo) {
+		t.Fatalf("the uploaded ClusterConfiguration names no kubernetesVersion %s:\n%s", kubernetesVersion(t), cm.Data["ClusterConfiguration"])
+	}
+	if cm, err = n.server.Client.CoreV1().ConfigMaps("kube-system").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	// 4. Rolling back: our patch out, our names out of the ClusterConfiguration (the edit),
 	// step 5's first block without its last command (the preflight against the running
 	// manifest), then the check and install of the render.
@@ -123,7 +136,10 @@ func TestOperatingKubeadm(t *testing.T) {
 	}
 	docs.Run(t, render[:last], n.opts)
 	out, _ = n.run(t, operating, docs.KeyRollbackRender)
-	stockImage := "registry.k8s.io/kube-apiserver:" + kubernetesVersion(t)
+	stockImage := "registry.k8s.io/kube-apiserver:" + upgradedTo
+	if saved := apiServerContainer(t, readPod(t, filepath.Join(n.root, "kube-apiserver.yaml.stock"))).Image; saved == stockImage {
+		t.Fatalf("the manifest saved at install runs %s already: the rollback could not be told from restoring it", saved)
+	}
 	if !strings.Contains(out, "image: "+stockImage) {
 		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
 	}
@@ -270,4 +286,14 @@ func patchImage(t *testing.T) string {
 		t.Fatalf("%s sets no image", staticPodPatch)
 	}
 	return patch.Spec.Containers[0].Image
+}
+
+// nextPatch is the Kubernetes patch release after v (v1.M.P).
+func nextPatch(t *testing.T, v string) string {
+	t.Helper()
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(v, "v%d.%d.%d", &major, &minor, &patch); err != nil {
+		t.Fatalf("%q is not a version v1.M.P: %v", v, err)
+	}
+	return fmt.Sprintf("v%d.%d.%d", major, minor, patch+1)
 }

@@ -125,6 +125,9 @@ kubernetesVersion: `+kubernetesVersion(t)+`
 	env := string(readFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.env")))
 	runningEnv := setEnv(t, env, "KUBE_APISERVER_BINARY", "/usr/local/bin/kube-apiserver")
 	runningEnv = setEnv(t, runningEnv, "ENABLE_ADMISSION_PLUGINS", "NodeRestriction")
+	// A flag of the node's own, which the kit's environment file does not have.
+	const ownFlag = "--service-node-port-range=20000-22767"
+	runningEnv = setEnv(t, runningEnv, "KUBE_APISERVER_EXTRA_ARGS", ownFlag)
 	writeFile(t, filepath.Join(units, "kube-apiserver.service"), unit)
 	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), runningEnv)
 
@@ -137,6 +140,13 @@ kubernetesVersion: `+kubernetesVersion(t)+`
 	if err := os.Chmod(filepath.Join(etc, "kube-apiserver.env"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The kit's files as shipped drop the node's own flag: step 4 refuses them, naming it.
+	stdout, stderr, err := docs.Exec(t, docs.Block(t, operating, docs.KeySystemdPreflight), opts)
+	if err == nil || !strings.Contains(stdout, "--service-node-port-range=20000-22767, which the running unit") {
+		t.Errorf("preflight of a new unit that drops %s: error %v\n%s\n%s", ownFlag, err, stdout, stderr)
+	}
+	// Carried over into KUBE_APISERVER_EXTRA_ARGS, as step 3 says: it passes.
+	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), setEnv(t, env, "KUBE_APISERVER_EXTRA_ARGS", ownFlag))
 	out, _ := docs.Run(t, docs.Block(t, operating, docs.KeySystemdPreflight), opts)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the new unit:\n%s", out)
