@@ -55,6 +55,7 @@ const (
 	KeySystemdInstall    = "install -D -m 0755 linux/amd64/kube-apiserver /usr/local/lib/portcullis/"
 	KeySystemdBackup     = "install -d -m 0700 /root/portcullis-backup"
 	KeySystemdPreflight  = "--running-unit /root/portcullis-backup/kube-apiserver.service"
+	KeyUpgradePatch      = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches --kubernetes-version \"${NEW%%+*}\""
 	KeyRollbackKubeadm   = "mv /etc/kubernetes/patches/kube-apiserver.yaml /root/kube-apiserver-patch.yaml.portcullis"
 	KeyRollbackRender    = "grep 'image:' /root/portcullis-render/kube-apiserver.yaml"
 	KeyRemoveOurs        = "kubectl delete crd podpresets.settings.k8s.io"
@@ -103,7 +104,7 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: KeyRollbackKubeadm, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyRollbackRender, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyRemoveOurs, Test: runnerPackage + ".TestPodSecurityPolicyDocs"},
-	{File: "docs/operating.md", Key: "--kubernetes-version v1.37.y", Untestable: "v1.37.y is a placeholder for the next release's version"},
+	{File: "docs/operating.md", Key: KeyUpgradePatch, Test: runnerPackage + ".TestOperatingUpgrade"},
 
 	// docs/plugins/
 	{File: "docs/plugins/denyexec.md", Key: "--enable-admission-plugins=DenyEscalatingExec", Untestable: elidedCommandLine},

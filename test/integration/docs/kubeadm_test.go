@@ -297,3 +297,55 @@ func nextPatch(t *testing.T, v string) string {
 	}
 	return fmt.Sprintf("v%d.%d.%d", major, minor, patch+1)
 }
+
+// TestOperatingUpgrade runs 5. Upgrading's step 2 on a node whose patch names the previous
+// release (here v1.37.1+portcullis.1, upgrading to this one), then renders with the real
+// kubeadm at the version kubeadm upgrade apply would: the patch's image is the new release,
+// for that version, and the new release's preflight accepted it. A stale tag is refused
+// (TestCheckKubeadmPatches): kubeadm would skip kube-apiserver as unchanged.
+func TestOperatingUpgrade(t *testing.T) {
+	tl := findTools(t)
+	dir := operatorDir(t, tl)
+	etc := t.TempDir()
+	opts := docs.Options{Mounts: map[string]string{"/etc/kubernetes": etc}, Path: []string{tl.dir}, Dir: dir}
+	shipped := string(readFile(t, filepath.Join(docs.RepoRoot(t), staticPodPatch)))
+	previous := strings.ReplaceAll(shipped, kubeadmImageTag(version(t)), "v1.37.1_portcullis.1")
+	if previous == shipped {
+		t.Fatalf("%s does not name the image by the tag %s", staticPodPatch, kubeadmImageTag(version(t)))
+	}
+	writeFile(t, filepath.Join(etc, "patches", "kube-apiserver.yaml"), previous)
+
+	block := docs.Block(t, operating, docs.KeyUpgradePatch)
+	out, _ := docs.Run(t, block, opts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("the new release's preflight of the patch:\n%s", out)
+	}
+	if got := string(readFile(t, filepath.Join(etc, "patches", "kube-apiserver.yaml"))); got != shipped {
+		t.Errorf("after step 2 the patch is\n%s\nwant this release's\n%s", got, shipped)
+	}
+
+	// kubeadm upgrade apply renders with the patches at NEW's Kubernetes version.
+	config := filepath.Join(t.TempDir(), "kubeadm.yaml")
+	writeFile(t, config, `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: `+advertiseAddress+`
+nodeRegistration:
+  name: `+nodeName+`
+  criSocket: unix:///run/containerd/containerd.sock
+patches:
+  directory: /etc/kubernetes/patches
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: `+kubernetesVersion(t)+`
+`)
+	render := t.TempDir()
+	docs.Run(t, "KUBEADM_INIT_DRYRUN_DIR="+render+" kubeadm init phase control-plane apiserver --config "+config+" --dry-run\n", opts)
+	if got := apiServerContainer(t, readPod(t, filepath.Join(render, "kube-apiserver.yaml"))).Image; got != patchImage(t) {
+		t.Errorf("kubeadm renders %s after step 2, want %s", got, patchImage(t))
+	}
+}
+
+// kubeadmImageTag is the tag kubeadm gives a version: "+" becomes "_".
+func kubeadmImageTag(version string) string { return strings.ReplaceAll(version, "+", "_") }
