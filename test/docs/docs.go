@@ -121,7 +121,6 @@ var Blocks = []Entry{
 
 	// docs/release.md
 	{File: "docs/release.md", Key: "make verify-release", Untestable: "builds the release twice, both platforms (minutes); CI runs it after make test"},
-	{File: "docs/release.md", Key: "ctr -n k8s.io images import", Untestable: "needs a running containerd (ctr talks to its socket)"},
 	{File: "docs/release.md", Key: KeyContainersStorage, Test: "test/release.TestSkopeoCopiesToContainersStorage"},
 	{File: "docs/release.md", Key: "docker://registry.example.com/portcullis/kube-apiserver", Untestable: "pushes to registry.example.com, the placeholder for the operator's registry"},
 

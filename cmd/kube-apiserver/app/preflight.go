@@ -114,7 +114,8 @@ problem listed); 2 preflight could not run (a bad invocation, or a file it was g
 be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
 func newPreflightCommand() *cobra.Command {
-	var manifest, runningManifest, unit, environmentFile, runningUnit, runningEnvironmentFile, kubeconfig, patches, kubernetesVersion, output string
+	var manifest, runningManifest, unit, runningUnit, kubeconfig, patches, kubernetesVersion, output string
+	var environmentFiles, runningEnvironmentFiles []string
 	var webhooks, podSecurityPolicy, rollback bool
 	cmd := &cobra.Command{
 		Use:          "preflight",
@@ -140,7 +141,7 @@ func newPreflightCommand() *cobra.Command {
 				return usage(fmt.Errorf("-o %s: want text or json", output))
 			case manifest != "" && unit != "":
 				return usage(errors.New("give --manifest or --systemd-unit, not both"))
-			case environmentFile != "" && unit == "":
+			case len(environmentFiles) > 0 && unit == "":
 				return usage(errors.New("--environment-file goes with --systemd-unit"))
 			case runningManifest != "" && manifest == "":
 				return usage(errors.New("--running-manifest goes with --manifest"))
@@ -148,7 +149,7 @@ func newPreflightCommand() *cobra.Command {
 				return usage(errors.New("--rollback goes with --running-manifest or --running-unit"))
 			case runningUnit != "" && unit == "":
 				return usage(errors.New("--running-unit goes with --systemd-unit"))
-			case runningEnvironmentFile != "" && runningUnit == "":
+			case len(runningEnvironmentFiles) > 0 && runningUnit == "":
 				return usage(errors.New("--running-environment-file goes with --running-unit"))
 			case kubernetesVersion != "" && patches == "" && manifest == "":
 				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches or --manifest"))
@@ -164,7 +165,7 @@ func newPreflightCommand() *cobra.Command {
 				argv = pod.Args
 			case unit != "":
 				source = "systemd unit " + unit
-				if service, err = nodeconfig.ReadSystemdUnit(unit, environmentFile); err != nil {
+				if service, err = nodeconfig.ReadSystemdUnit(unit, environmentFiles...); err != nil {
 					return usage(fmt.Errorf("--systemd-unit: %w", err))
 				}
 				argv = service.Args
@@ -184,7 +185,7 @@ func newPreflightCommand() *cobra.Command {
 			}
 			var runningService *nodeconfig.SystemdService
 			if runningUnit != "" {
-				if runningService, err = nodeconfig.ReadSystemdUnit(runningUnit, runningEnvironmentFile); err != nil {
+				if runningService, err = nodeconfig.ReadSystemdUnit(runningUnit, runningEnvironmentFiles...); err != nil {
 					return usage(fmt.Errorf("--running-unit: %w", err))
 				}
 			}
@@ -267,8 +268,8 @@ func newPreflightCommand() *cobra.Command {
 	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart (and sandbox) to check")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "with --running-manifest or --running-unit: the new command line is a rollback to stock, which drops Portcullis's plugin names and must run stock's image")
 	cmd.Flags().StringVar(&runningUnit, "running-unit", "", "with --systemd-unit: the unit the node runs now (its backup), whose flags the new one must keep")
-	cmd.Flags().StringVar(&runningEnvironmentFile, "running-environment-file", "", "with --running-unit: the EnvironmentFile to expand its ExecStart with, in place of the unit's own")
-	cmd.Flags().StringVar(&environmentFile, "environment-file", "", "with --systemd-unit: the EnvironmentFile to expand ExecStart with, in place of the unit's own")
+	cmd.Flags().StringArrayVar(&runningEnvironmentFiles, "running-environment-file", nil, "with --running-unit: an EnvironmentFile to expand its ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
+	cmd.Flags().StringArrayVar(&environmentFiles, "environment-file", nil, "with --systemd-unit: an EnvironmentFile to expand ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
 	cmd.Flags().StringVar(&patches, "kubeadm-patches", "", "a kubeadm --patches directory whose kube-apiserver image to check against this release and --kubernetes-version")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches or --manifest: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")

@@ -112,7 +112,7 @@ func TestReadSystemdUnitCredentials(t *testing.T) {
 				}
 				writeFile(t, unit+".d", "10-caps.conf", "[Service]\n"+tc.dropIn)
 			}
-			service, err := readSystemdUnit(unit, "", nil)
+			service, err := readSystemdUnit(unit, []string{""}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestReadSystemdUnitCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := writeFile(t, t.TempDir(), "kube-apiserver.env", "KUBE_APISERVER_BINARY=/usr/local/bin/kube-apiserver\n")
-	service, err := readSystemdUnit(kit, env, nil)
+	service, err := readSystemdUnit(kit, []string{env}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

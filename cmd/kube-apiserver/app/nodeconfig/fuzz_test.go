@@ -79,11 +79,11 @@ func FuzzReadSystemdUnit(f *testing.F) {
 		if err := os.WriteFile(envPath, env, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		service, err := readSystemdUnit(unitPath, envPath, dropInRoots)
+		service, err := readSystemdUnit(unitPath, []string{envPath}, dropInRoots)
 		if err != nil {
 			return
 		}
-		again, err := readSystemdUnit(unitPath, envPath, dropInRoots)
+		again, err := readSystemdUnit(unitPath, []string{envPath}, dropInRoots)
 		if err != nil || !slices.Equal(service.Args, again.Args) {
 			t.Errorf("not deterministic: %q, then %q (%v)", service.Args, again.Args, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -217,7 +218,7 @@ func TestReadSystemdUnitDropIns(t *testing.T) {
 			for path, content := range tc.dropIns {
 				writeFile(t, dir, path, content)
 			}
-			service, err := readSystemdUnit(unit, "", []string{etc})
+			service, err := readSystemdUnit(unit, []string{""}, []string{etc})
 			var got []string
 			if service != nil {
 				got = service.Args
@@ -276,9 +277,33 @@ func checkCommandLine(t *testing.T, got []string, err error, want []string, want
 
 // readArgs reads a unit's command line, with no drop-in directory beside its own.
 func readArgs(unit, environmentFile string) ([]string, error) {
-	service, err := readSystemdUnit(unit, environmentFile, nil)
+	service, err := readSystemdUnit(unit, []string{environmentFile}, nil)
 	if err != nil {
 		return nil, err
 	}
 	return service.Args, nil
+}
+
+// TestReadSystemdUnitEnvironmentFiles: several environment files given in place of the
+// unit's are all read, in order, as systemd reads a unit's several EnvironmentFile= lines
+// (packaged units split /etc/kubernetes/config and /etc/kubernetes/apiserver).
+func TestReadSystemdUnitEnvironmentFiles(t *testing.T) {
+	dir := t.TempDir()
+	unit := filepath.Join(dir, "kube-apiserver.service")
+	write := func(path, content string) {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(unit, "[Service]\nEnvironmentFile=/nonexistent/config\nEnvironmentFile=/nonexistent/apiserver\nExecStart=/usr/local/bin/kube-apiserver $KUBE_LOGGING $KUBE_API_ARGS\n")
+	config, apiserver := filepath.Join(dir, "config"), filepath.Join(dir, "apiserver")
+	write(config, "KUBE_LOGGING=--v=2\nKUBE_API_ARGS=--secure-port=1\n")
+	write(apiserver, "KUBE_API_ARGS=--secure-port=6443 --service-node-port-range=20000-22767\n")
+	service, err := readSystemdUnit(unit, []string{config, apiserver}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--v=2", "--secure-port=6443", "--service-node-port-range=20000-22767"}; !slices.Equal(service.Args, want) {
+		t.Errorf("args %q, want %q (both files, the later one's value)", service.Args, want)
+	}
 }

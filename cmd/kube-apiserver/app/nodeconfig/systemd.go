@@ -35,14 +35,14 @@ type SystemdService struct {
 }
 
 // ReadSystemdUnit reads the unit at unitPath and its drop-ins, and substitutes the
-// environment of its Environment= lines and of its EnvironmentFile (or environmentFile, when
-// given, in its place) in ExecStart as systemd does: ${VAR} in place, $VAR split into words.
-// Errors name the file.
-func ReadSystemdUnit(unitPath, environmentFile string) (*SystemdService, error) {
-	return readSystemdUnit(unitPath, environmentFile, systemdDropInRoots)
+// environment of its Environment= lines and of its EnvironmentFile= files (or
+// environmentFiles, when given, in their place, read in order as systemd reads several) in
+// ExecStart as systemd does: ${VAR} in place, $VAR split into words. Errors name the file.
+func ReadSystemdUnit(unitPath string, environmentFiles ...string) (*SystemdService, error) {
+	return readSystemdUnit(unitPath, environmentFiles, systemdDropInRoots)
 }
 
-func readSystemdUnit(unitPath, environmentFile string, dropInRoots []string) (*SystemdService, error) {
+func readSystemdUnit(unitPath string, environmentFiles []string, dropInRoots []string) (*SystemdService, error) {
 	unit, sources := map[string][]string{}, map[string][]string{}
 	if err := parseUnit(unitPath, unit, sources); err != nil {
 		return nil, err
@@ -65,8 +65,8 @@ func readSystemdUnit(unitPath, environmentFile string, dropInRoots []string) (*S
 		}
 	}
 	files := unit["EnvironmentFile"]
-	if environmentFile != "" {
-		files = []string{environmentFile}
+	if given := slices.DeleteFunc(slices.Clone(environmentFiles), func(f string) bool { return f == "" }); len(given) > 0 {
+		files = given
 	}
 	for _, f := range files {
 		optional := strings.HasPrefix(f, "-")
