@@ -237,10 +237,10 @@ func (a ociArchive) images(t *testing.T) []platformImage {
 	return images
 }
 
-// TestKubeadmListsTheImage: loaded as docs/release.md says (`ctr images import --base-name
-// localhost/portcullis/kube-apiserver`, which names the image after its ref.name annotation),
-// the image is the one `kubeadm config images list --kubernetes-version <VERSION>
-// --image-repository localhost/portcullis` lists, so kubeadm's image checks and pulls find it.
+// TestKubeadmListsTheImage: named after its ref.name annotation (as importers such as
+// `ctr images import --base-name` name it), the image is the one `kubeadm config images list
+// --kubernetes-version <VERSION> --image-repository <repository>` lists, so kubeadm's image
+// checks and pulls find it.
 func TestKubeadmListsTheImage(t *testing.T) {
 	r := loadRelease(t)
 	a := readArchive(t, r)
