@@ -199,6 +199,7 @@ verify: ## gofmt, go vet, go.mod tidiness and pins, generated code, NOTICE
 	$(GO) vet ./...
 	cd $(STAGING_API) && $(GO) vet ./...
 	cd build/image && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd build/licenses && $(GO) mod tidy -diff
 	hack/verify-kube-version.sh
 	hack/verify-go-toolchain.sh
 	hack/verify-codegen.sh

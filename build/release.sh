@@ -3,6 +3,8 @@
 #   DIR/<os>/<arch>/kube-apiserver            static (CGO_ENABLED=0), -trimpath, version-stamped
 #   DIR/<os>/<arch>/kube-apiserver.cdx.json   its SBOM: the modules it links, with licences (CycloneDX)
 #   DIR/kube-apiserver-<version>.oci.tar      OCI image layout: one image per platform, one index
+#   DIR/third-party-licenses.tar              the licence texts of the modules the binary links
+#                                             (go-licenses save), which the image carries too
 #   DIR/SHA256SUMS                            sha256sum -c format, over all of the above
 # With --binaries-only, just the binaries. Every byte follows from the commit and
 # SOURCE_DATE_EPOCH (the Makefile sets it to the last commit's time); `make verify-release`
@@ -34,7 +36,7 @@ ldflags=$(build/version.sh)
 mkdir -p "${dir}"
 dir=$(cd "${dir}" && pwd)
 # Outputs of an earlier build (another version, other platforms) must not linger beside these.
-rm -rf "${dir}/linux" "${dir}/SHA256SUMS" "${dir}"/kube-apiserver-*.oci.tar
+rm -rf "${dir}/linux" "${dir}/SHA256SUMS" "${dir}"/kube-apiserver-*.oci.tar "${dir}/third-party-licenses.tar"
 
 artifacts=()
 image_args=()
@@ -45,6 +47,29 @@ if [[ ${binaries_only} == false ]]; then
   trap 'rm -rf "${sbom_tool_dir}"' EXIT
   sbom_tool="${sbom_tool_dir}/cyclonedx-gomod"
   env -u GOOS -u GOARCH "${GO}" -C build/image build -o "${sbom_tool}" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+  # The licence texts, by go-licenses (pinned in build/licenses/go.mod as a tool, a module of
+  # its own: it needs the cobra it was released with): for every module the binary links, its
+  # licence file(s), and for a reciprocal licence (MPL) the module's source, as that licence
+  # asks of a redistribution. The modules are the same for both platforms: read for
+  # linux/amd64. Its warnings (assembly files it does not classify) go to a log, shown if it
+  # fails.
+  licenses_tool="${sbom_tool_dir}/go-licenses"
+  # Without -trimpath: go-licenses tells the standard library by the GOROOT compiled into it,
+  # which -trimpath removes (it then takes every package for the standard library's, and
+  # saves nothing).
+  env -u GOOS -u GOARCH GOFLAGS= "${GO}" -C build/licenses build -o "${licenses_tool}" github.com/google/go-licenses
+  third_party="${sbom_tool_dir}/third-party-licenses"
+  echo "writing ${dir}/third-party-licenses.tar"
+  if ! GOOS=linux GOARCH=amd64 "${licenses_tool}" save ./cmd/kube-apiserver --save_path "${third_party}" 2>"${sbom_tool_dir}/go-licenses.log" ||
+    [[ ! -d ${third_party} ]]; then
+    cat "${sbom_tool_dir}/go-licenses.log" >&2
+    echo "go-licenses save wrote no licence texts" >&2
+    exit 1
+  fi
+  # Reproducible: names sorted, one owner, the commit's time, no per-file extended headers.
+  tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner --mtime="@${SOURCE_DATE_EPOCH}" \
+    --mode='a+rX,u+w,go-w' -C "${third_party}" -cf "${dir}/third-party-licenses.tar" .
+  artifacts+=("third-party-licenses.tar")
 fi
 for platform in "$@"; do
   if [[ ! ${platform} =~ ^linux/(amd64|arm64)$ ]]; then
@@ -75,6 +100,7 @@ if [[ ${binaries_only} == false ]]; then
   image="kube-apiserver-${version}.oci.tar"
   "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \
     -revision "$(git rev-parse HEAD)" -license "${PORTCULLIS_ROOT}/LICENSE" -notice "${PORTCULLIS_ROOT}/NOTICE" \
+    -third-party-licenses "${third_party}" \
     "${image_args[@]}" -o "${dir}/${image}"
   artifacts+=("${image}")
 fi

@@ -85,7 +85,11 @@ func buildIndex(opts options) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := gzipLayer(baseEntries(license, notice), opts.epoch)
+	thirdParty, err := thirdPartyEntries(opts.thirdParty)
+	if err != nil {
+		return nil, fmt.Errorf("-third-party-licenses %s: %w", opts.thirdParty, err)
+	}
+	base, err := gzipLayer(append(baseEntries(license, notice), thirdParty...), opts.epoch)
 	if err != nil {
 		return nil, fmt.Errorf("base layer: %w", err)
 	}

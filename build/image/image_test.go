@@ -37,7 +37,17 @@ func writeFakeRelease(t *testing.T, dir, out string) options {
 			t.Fatal(err)
 		}
 	}
-	args := []string{"-version", "v1.37.1+portcullis.1", "-o", out, "-revision", "0123456789abcdef0123456789abcdef01234567", "-license", license, "-notice", notice}
+	thirdParty := filepath.Join(dir, "third-party")
+	for path, text := range map[string]string{"example.com/mit/LICENSE": "MIT\n", "example.com/mpl/LICENSE": "MPL-2.0\n", "example.com/mpl/file.go": "package mpl\n"} {
+		path = filepath.Join(thirdParty, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"-version", "v1.37.1+portcullis.1", "-o", out, "-revision", "0123456789abcdef0123456789abcdef01234567", "-license", license, "-notice", notice, "-third-party-licenses", thirdParty}
 	for _, b := range binaries {
 		args = append(args, "-binary", b.name()+"="+b.path)
 	}

@@ -51,6 +51,9 @@ type options struct {
 	revision, source string
 	// license and notice are the paths of the LICENSE and NOTICE files the image carries.
 	license, notice string
+	// thirdParty is a directory of the linked modules' licence texts (go-licenses save's
+	// tree), carried under /usr/share/doc/portcullis/third-party; "" for none.
+	thirdParty string
 }
 
 // defaultSource is the repository the release is built from.
@@ -87,6 +90,7 @@ func parseArgs(args []string, envEpoch string, usage io.Writer) (options, error)
 	source := fs.String("source", defaultSource, "the repository the release is built from: the image's org.opencontainers.image.source")
 	license := fs.String("license", "", "the LICENSE file the image carries under /usr/share/doc/portcullis")
 	notice := fs.String("notice", "", "the NOTICE file the image carries under /usr/share/doc/portcullis")
+	thirdParty := fs.String("third-party-licenses", "", "a directory of the linked modules' licence texts (go-licenses save's tree), carried under /usr/share/doc/portcullis/third-party")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -114,7 +118,7 @@ func parseArgs(args []string, envEpoch string, usage io.Writer) (options, error)
 	if *license == "" || *notice == "" {
 		return options{}, errors.New("-license and -notice are required: the image carries both (Apache-2.0, section 4)")
 	}
-	opts.license, opts.notice = *license, *notice
+	opts.license, opts.notice, opts.thirdParty = *license, *notice, *thirdParty
 	if len(binaries) == 0 {
 		return options{}, errors.New("no -binary given: pass -binary os/arch=path once per platform")
 	}

@@ -2,7 +2,11 @@ package main
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -84,6 +88,39 @@ func baseEntries(license, notice []byte) []entry {
 		{name: "home/nonroot", dir: true, mode: 0o700, uid: 65532, gid: 65532},
 		{name: "tmp", dir: true, mode: 0o1777},
 	}
+}
+
+// thirdPartyDirectory holds the licence texts of the modules the binary links.
+const thirdPartyDirectory = docDirectory + "/third-party"
+
+// thirdPartyEntries are the files of dir ("" for none), each under thirdPartyDirectory at
+// its path in dir, readable by all: the licences (and, for reciprocal ones, the sources) of
+// the modules the binary links, as go-licenses save lays them out.
+func thirdPartyEntries(dir string) ([]entry, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	var entries []entry
+	err := fs.WalkDir(os.DirFS(dir), ".", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s: not a regular file", path)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, path))
+		if err != nil {
+			return err
+		}
+		entries = append(entries, entry{name: thirdPartyDirectory + "/" + path, mode: 0o644, data: data})
+		return nil
+	})
+	if err == nil && len(entries) == 0 {
+		err = errors.New("no licence file in it")
+	}
+	return entries, err
 }
 
 // binaryEntries is a platform's own layer: the binary alone.

@@ -3,6 +3,9 @@ package main
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,5 +105,48 @@ func TestCACertificatesBundle(t *testing.T) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caCertificates) {
 		t.Error("crypto/x509 finds no certificates in build/image/ca-certificates.crt")
+	}
+}
+
+// TestThirdPartyEntries: the modules' licence tree goes under the documentation directory,
+// every file at its path, readable by all whatever its mode (go-licenses writes 0444), in
+// lexical order; an empty tree or one holding other than regular files is refused.
+func TestThirdPartyEntries(t *testing.T) {
+	dir := t.TempDir()
+	for path, text := range map[string]string{"k8s.io/apiserver/LICENSE": "Apache-2.0\n", "github.com/a/b/LICENSE": "MIT\n"} {
+		path = filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := thirdPartyEntries(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, fmt.Sprintf("%s %o %q", e.name, e.mode, e.data))
+	}
+	want := []string{
+		`usr/share/doc/portcullis/third-party/github.com/a/b/LICENSE 644 "MIT\n"`,
+		`usr/share/doc/portcullis/third-party/k8s.io/apiserver/LICENSE 644 "Apache-2.0\n"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries %q, want %q", got, want)
+	}
+	if entries, err := thirdPartyEntries(""); err != nil || entries != nil {
+		t.Errorf("no directory: %v, %v; want none", entries, err)
+	}
+	if _, err := thirdPartyEntries(t.TempDir()); err == nil {
+		t.Error("an empty directory: no error")
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := thirdPartyEntries(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a symlink in the tree: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 func TestSHA256SUMSCoversTheRelease(t *testing.T) {
 	r := loadRelease(t)
-	want := []string{"kube-apiserver-" + r.version + ".oci.tar"}
+	want := []string{"kube-apiserver-" + r.version + ".oci.tar", thirdPartyLicenses}
 	for _, p := range releasePlatforms() {
 		want = append(want, p+"/kube-apiserver", p+"/kube-apiserver.cdx.json")
 	}

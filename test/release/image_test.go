@@ -453,8 +453,23 @@ func TestImageFilesystem(t *testing.T) {
 				checkOwnerMode(path, 0, 0o644)
 			}
 
+			// The linked modules' licence texts: the release's third-party-licenses.tar, file
+			// for file.
+			licenses := readThirdPartyLicenses(t, r)
+			for name, data := range licenses {
+				path := "/usr/share/doc/portcullis/third-party/" + name
+				if !bytes.Equal(file(path).data, data) {
+					t.Errorf("%s differs from %s's %s", path, thirdPartyLicenses, name)
+				}
+				checkOwnerMode(path, 0, 0o644)
+			}
+
 			var unexpected []string
 			for path, f := range files {
+				name, thirdParty := strings.CutPrefix(path, "/usr/share/doc/portcullis/third-party/")
+				if _, listed := licenses[name]; thirdParty && listed {
+					continue
+				}
 				if f.header.Typeflag == tar.TypeReg && !slices.Contains([]string{"/usr/local/bin/kube-apiserver", "/etc/passwd", "/etc/group", "/etc/ssl/certs/ca-certificates.crt", "/usr/share/doc/portcullis/LICENSE", "/usr/share/doc/portcullis/NOTICE"}, path) {
 					unexpected = append(unexpected, path)
 				}
