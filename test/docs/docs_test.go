@@ -164,10 +164,35 @@ func TestEntriesNameTheirTests(t *testing.T) {
 			t.Errorf("%s: the key %q of a tested block is no exported constant of test/docs: declare one, and use it in %s", e.File, e.Key, e.Test)
 			continue
 		}
-		if !strings.Contains(src, "docs."+name) {
-			t.Errorf("%s: %s does not use docs.%s, the key of the block it is listed as running", e.File, e.Test, name)
+		if !passesKey(src, name) {
+			t.Errorf("%s: %s does not pass docs.%s, the key of the block it is listed as running, to a call (docs.Block or a helper that runs the block)", e.File, e.Test, name)
 		}
 	}
+}
+
+// passesKey reports whether the function in src passes docs.<name> as an argument of a call:
+// a mention in a comment, or a key compared with nothing, does not run a block.
+func passesKey(src, name string) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+src, 0)
+	if err != nil {
+		return false
+	}
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		for _, arg := range call.Args {
+			if sel, ok := arg.(*ast.SelectorExpr); ok && sel.Sel.Name == name {
+				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "docs" {
+					found = true
+				}
+			}
+		}
+		return true
+	})
+	return found
 }
 
 // keyConstants maps each string value of an exported constant of this package to its name.
@@ -232,4 +257,21 @@ func testFunctions(t *testing.T, dir string) map[string]string {
 		}
 	}
 	return out
+}
+
+func TestPassesKey(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"func TestX(t *testing.T) { docs.Run(t, docs.Block(t, f, docs.KeyA), o) }", true},
+		{"func TestX(t *testing.T) { n.run(t, operating, docs.KeyA) }", true},
+		{"func TestX(t *testing.T) {\n\t// runs docs.KeyA\n\t_ = 1\n}", false},
+		{"func TestX(t *testing.T) { k := docs.KeyA; _ = k }", false},
+		{"func TestX(t *testing.T) { docs.Run(t, docs.Block(t, f, docs.KeyB), o) }", false},
+	} {
+		if got := passesKey(tc.src, "KeyA"); got != tc.want {
+			t.Errorf("passesKey(%q) = %v, want %v", tc.src, got, tc.want)
+		}
+	}
 }
