@@ -296,37 +296,34 @@ func (r *PreflightReport) compareFlags(kind, runningPath string, running []strin
 	for _, name := range slices.Sorted(maps.Keys(after)) {
 		switch {
 		case before[name] != nil:
-		case name == "enable-admission-plugins" || name == "admission-control-config-file" || isDefault(name, after[name]):
-			// Ours, or what the server does without the flag.
+		case name == "enable-admission-plugins" || name == "admission-control-config-file":
+			// Ours.
 			r.Notes = append(r.Notes, fmt.Sprintf("adds --%s=%s to the running %s's flags", name, strings.Join(after[name], ","), kind))
 		default:
-			r.problem("--%s=%s is added: the running %s %s does not pass it, and the server's default is %q, so the new %s changes what the server does; take it out, or add it to the running %s first if it is meant", name, strings.Join(after[name], ","), kind, runningPath, flagDefault(name), kind, kind)
+			if atDefault, defaultValue := isDefault(name, after[name]); atDefault {
+				// What the server does without the flag.
+				r.Notes = append(r.Notes, fmt.Sprintf("adds --%s=%s to the running %s's flags", name, strings.Join(after[name], ","), kind))
+			} else {
+				r.problem("--%s=%s is added: the running %s %s does not pass it, and the server's default is %q, so the new %s changes what the server does; take it out, or add it to the running %s first if it is meant", name, strings.Join(after[name], ","), kind, runningPath, defaultValue, kind, kind)
+			}
 		}
 	}
 }
 
-// isDefault reports whether giving flag name these values leaves it at the server's default.
-func isDefault(name string, values []string) bool {
-	fs := serverFlagSet(options.NewServerRunOptions())
-	f := fs.Lookup(name)
+// isDefault reports whether giving flag name these values leaves it at the server's default,
+// and that default as --help prints it.
+func isDefault(name string, values []string) (bool, string) {
+	f := serverFlagSet(options.NewServerRunOptions()).Lookup(name)
 	if f == nil {
-		return false
+		return false, ""
 	}
 	before := f.Value.String()
 	for _, v := range values {
-		if err := fs.Set(name, v); err != nil {
-			return false
+		if err := f.Value.Set(v); err != nil {
+			return false, f.DefValue
 		}
 	}
-	return f.Value.String() == before
-}
-
-// flagDefault is the server's default of flag name, as --help prints it.
-func flagDefault(name string) string {
-	if f := serverFlagSet(options.NewServerRunOptions()).Lookup(name); f != nil {
-		return f.DefValue
-	}
-	return ""
+	return f.Value.String() == before, f.DefValue
 }
 
 // givenFlags returns the values each flag is given, by the flag's name as the server

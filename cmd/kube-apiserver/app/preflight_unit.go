@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,7 +84,7 @@ func sameFile(a, b string) (bool, string) {
 	sumB, errB := fileSum(b)
 	switch {
 	case errA != nil || errB != nil:
-		return false, fmt.Sprintf("cannot be compared with this binary (%v)", errorsOf(errA, errB))
+		return false, fmt.Sprintf("cannot be compared with this binary (%v)", errors.Join(errA, errB))
 	case !bytes.Equal(sumA, sumB):
 		return false, "is not this release's binary (its content differs)"
 	}
@@ -101,11 +102,4 @@ func fileSum(path string) ([]byte, error) {
 		return nil, err
 	}
 	return h.Sum(nil), nil
-}
-
-func errorsOf(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }

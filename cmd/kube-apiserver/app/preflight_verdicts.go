@@ -119,9 +119,13 @@ func (r *PreflightReport) podSecurityPolicyEnforces() bool {
 	if !slices.Contains(r.Validating, podsecuritypolicy.PluginName) {
 		return false
 	}
-	var modes []admissionv1alpha1.PluginEnforcement
-	if r.portcullis != nil {
-		modes = r.portcullis.EnforcementModes
+	return !modeOf(r.enforcementModes(), podsecuritypolicy.PluginName).Softens()
+}
+
+// enforcementModes are the Portcullis entry's plugin modes, none when it was not read.
+func (r *PreflightReport) enforcementModes() []admissionv1alpha1.PluginEnforcement {
+	if r.portcullis == nil {
+		return nil
 	}
-	return !modeOf(modes, podsecuritypolicy.PluginName).Softens()
+	return r.portcullis.EnforcementModes
 }

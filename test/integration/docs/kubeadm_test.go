@@ -325,21 +325,8 @@ func TestOperatingUpgrade(t *testing.T) {
 	}
 
 	// kubeadm upgrade apply renders with the patches at NEW's Kubernetes version.
-	config := filepath.Join(t.TempDir(), "kubeadm.yaml")
-	writeFile(t, config, `apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: `+advertiseAddress+`
-nodeRegistration:
-  name: `+nodeName+`
-  criSocket: unix:///run/containerd/containerd.sock
-patches:
-  directory: /etc/kubernetes/patches
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: `+kubernetesVersion(t)+`
-`)
+	// The CRI socket is named, so kubeadm does not look for a runtime.
+	config := kubeadmConfiguration(t, "  criSocket: unix:///run/containerd/containerd.sock\npatches:\n  directory: /etc/kubernetes/patches\n")
 	render := t.TempDir()
 	docs.Run(t, "KUBEADM_INIT_DRYRUN_DIR="+render+" kubeadm init phase control-plane apiserver --config "+config+" --dry-run\n", opts)
 	if got := apiServerContainer(t, readPod(t, filepath.Join(render, "kube-apiserver.yaml"))).Image; got != patchImage(t) {

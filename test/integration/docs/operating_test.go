@@ -105,18 +105,7 @@ func TestOperatingSystemd(t *testing.T) {
 		Hostname: nodeName,
 	}
 	repo := docs.RepoRoot(t)
-	config := filepath.Join(t.TempDir(), "kubeadm.yaml")
-	writeFile(t, config, `apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: `+advertiseAddress+`
-nodeRegistration:
-  name: `+nodeName+`
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: `+kubernetesVersion(t)+`
-`)
+	config := kubeadmConfiguration(t, "")
 	docs.Run(t, "kubeadm init phase certs all --config "+config+"\n", opts)
 	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(readFile(t, filepath.Join(repo, admissionConfig))))
 
@@ -165,4 +154,24 @@ func setEnv(t *testing.T, env, name, value string) string {
 	}
 	t.Fatalf("the environment file sets no %s", name)
 	return ""
+}
+
+// kubeadmConfiguration writes kubeadm's configuration of a node advertising advertiseAddress,
+// at this release's Kubernetes version, with initExtra appended to its InitConfiguration
+// (YAML at the document's top level), and returns its path.
+func kubeadmConfiguration(t *testing.T, initExtra string) string {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "kubeadm.yaml")
+	writeFile(t, config, `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: `+advertiseAddress+`
+nodeRegistration:
+  name: `+nodeName+`
+`+initExtra+`---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: `+kubernetesVersion(t)+`
+`)
+	return config
 }

@@ -4,10 +4,11 @@
 package framework
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/portcullis-k8s/portcullis/test/docs"
 )
 
 // BinDirEnv names the directory holding the binaries; `make test` sets it.
@@ -54,26 +55,6 @@ func FindBinaries(t testing.TB) Binaries {
 }
 
 // RepoRoot returns the repository's root: the nearest directory above the working
-// directory that holds VERSION and go.mod.
-func RepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if isFile(filepath.Join(dir, "VERSION")) && isFile(filepath.Join(dir, "go.mod")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal(fmt.Errorf("no repository root (VERSION and go.mod) above the working directory"))
-		}
-		dir = parent
-	}
-}
-
-func isFile(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && info.Mode().IsRegular()
-}
+// directory that holds VERSION and go.mod (test/docs, which the docs' own unit tests use
+// without Kubernetes, finds it).
+func RepoRoot(t testing.TB) string { return docs.RepoRoot(t) }
