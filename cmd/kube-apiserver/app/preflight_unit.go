@@ -37,10 +37,8 @@ func (r *PreflightReport) checkUnitProgram(unitPath string, service *nodeconfig.
 		}
 	}
 	port := 6443
-	if values := givenFlags(r.Args)["secure-port"]; len(values) > 0 {
-		if p, err := strconv.Atoi(values[len(values)-1]); err == nil {
-			port = p
-		}
+	if p, err := strconv.Atoi(lastFlagValue(r.Args, "secure-port")); err == nil {
+		port = p
 	}
 	if port > 0 && port < unprivilegedPortStart() && !service.Capabilities().Has(capNetBindService) {
 		r.problem("--secure-port=%d: the unit leaves the server without CAP_NET_BIND_SERVICE (%s), which binding a port below %d needs; the server would fail to listen: add CAP_NET_BIND_SERVICE to CapabilityBoundingSet= (and AmbientCapabilities= for another user) in a drop-in, or use a port from %d up", port, service.CapabilitySettings(), unprivilegedPortStart(), unprivilegedPortStart())
