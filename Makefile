@@ -141,7 +141,7 @@ test: test-unit test-fuzz test-integration test-release ## unit, fuzz, integrati
 # Kubernetes (the command, the registry itself, the control-plane layout, the harnesses):
 # minutes of a cold make test. A package of the race set must not import
 # $(MODULE)/pkg/admission, in its tests either.
-RACE_PACKAGES = $(filter-out $(addprefix $(MODULE)/,cmd/kube-apiserver cmd/kube-apiserver/app pkg/admission pkg/registry/policy/rest internal/bench internal/controlplane internal/soak hack/%),$(UNIT_PACKAGES))
+RACE_PACKAGES = $(filter-out $(addprefix $(MODULE)/,cmd/kube-apiserver cmd/kube-apiserver/app cmd/kube-apiserver/app/preflight cmd/kube-apiserver/app/serveroptions pkg/admission pkg/registry/policy/rest internal/bench internal/controlplane internal/soak hack/%),$(UNIT_PACKAGES))
 MODULE        = github.com/portcullis-k8s/portcullis
 
 .PHONY: test-unit

@@ -14,12 +14,13 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // as stock: the version metric
 
 	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app"
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/preflight"
 )
 
 func main() {
 	// Signal handling is process-wide, so it lives here and not in the command.
 	var exitCode int
-	command, err := app.NewAPIServerCommand(app.WithExitCode(genericapiserver.SetupSignalContext(), &exitCode))
+	command, err := app.NewAPIServerCommand(preflight.WithExitCode(genericapiserver.SetupSignalContext(), &exitCode))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kube-apiserver: %v\n", err)
 		os.Exit(1)

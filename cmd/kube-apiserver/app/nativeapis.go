@@ -12,7 +12,6 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	upstreamapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
@@ -20,8 +19,6 @@ import (
 	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
-	admissionregistrationinstall "github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/install"
-	policyinstall "github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
 	ouropenapi "github.com/portcullis-k8s/portcullis/pkg/generated/openapi"
 	admissionregistrationrest "github.com/portcullis-k8s/portcullis/pkg/registry/admissionregistration/rest"
 	policyrest "github.com/portcullis-k8s/portcullis/pkg/registry/policy/rest"
@@ -30,34 +27,20 @@ import (
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 )
 
-func init() {
-	// The server's scheme knows our kinds from process start, as it knows upstream's groups
-	// (k8s.io/kubernetes/pkg/apis/*/install do the same): so that --runtime-config may name
-	// policy/v1beta1 and the storage can encode them. Knowing a version serves nothing;
-	// serveNativeAPIs decides what is served.
-	policyinstall.Install(legacyscheme.Scheme)
-	admissionregistrationinstall.Install(legacyscheme.Scheme)
-}
-
 // nativeAPI is an API of ours served inside an upstream group.
 type nativeAPI struct {
 	// groupVersion is ours, as the Portcullis entry's servedAPIs names it.
 	groupVersion schema.GroupVersion
 	// plugin is the admission plugin of ours that reads the API: enabling it serves the API.
-	plugin string
-	// wholeVersion: the version is ours alone, stock does not register it. --runtime-config
-	// naming it (or a resource of it) serves it, the form of earlier releases, which stops a
-	// stock kube-apiserver. In a version upstream registers the flag is stock's and means
-	// only what it means there.
-	wholeVersion bool
-	addition     upstreamgroup.Addition
+	plugin   string
+	addition upstreamgroup.Addition
 }
 
 // nativeAPIs are the APIs of ours served in upstream groups; portcullisconfig.ServableAPIs
 // names the same versions, in the same order (TestNativeAPIsAreTheServableAPIs).
 func nativeAPIs() []nativeAPI {
 	return []nativeAPI{
-		{groupVersion: policyv1beta1.SchemeGroupVersion, plugin: podsecuritypolicy.PluginName, wholeVersion: true, addition: policyrest.Addition()},
+		{groupVersion: policyv1beta1.SchemeGroupVersion, plugin: podsecuritypolicy.PluginName, addition: policyrest.Addition()},
 		{groupVersion: admissionregistrationv1alpha1.SchemeGroupVersion, plugin: initializers.PluginName, addition: admissionregistrationrest.Addition()},
 	}
 }
@@ -70,28 +53,23 @@ func servedNativeAPIs(admission *kubeoptions.AdmissionOptions, portcullis *portc
 	var served []nativeAPI
 	for _, api := range nativeAPIs() {
 		if pluginEnabled(admission, api.plugin) || portcullis.Serves(api.groupVersion) ||
-			(api.wholeVersion && namesByRuntimeConfig(resources, api)) {
+			(portcullisconfig.LegacyRuntimeConfigVersion(api.groupVersion) && namesByRuntimeConfig(resources, api)) {
 			served = append(served, api)
 		}
 	}
 	return served
 }
 
-// runtimeConfigNamesOurs returns the versions of ours alone that --runtime-config names,
-// the form of earlier releases, which stops a stock kube-apiserver from starting.
+// runtimeConfigNamesOurs returns the versions that --runtime-config serves as ours, the form
+// of earlier releases.
 func runtimeConfigNamesOurs(resources serverstorage.APIResourceConfigSource) []schema.GroupVersion {
 	var named []schema.GroupVersion
 	for _, api := range nativeAPIs() {
-		if api.wholeVersion && namesByRuntimeConfig(resources, api) {
+		if portcullisconfig.LegacyRuntimeConfigVersion(api.groupVersion) && namesByRuntimeConfig(resources, api) {
 			named = append(named, api.groupVersion)
 		}
 	}
 	return named
-}
-
-// isOurVersion reports a version stock does not register.
-func isOurVersion(gv schema.GroupVersion) bool {
-	return slices.ContainsFunc(nativeAPIs(), func(api nativeAPI) bool { return api.wholeVersion && api.groupVersion == gv })
 }
 
 func namesByRuntimeConfig(resources serverstorage.APIResourceConfigSource, api nativeAPI) bool {
@@ -104,13 +82,6 @@ func namesByRuntimeConfig(resources serverstorage.APIResourceConfigSource, api n
 		}
 	}
 	return false
-}
-
-// runtimeConfigDeprecation is the start-up warning for --runtime-config naming gv.
-func runtimeConfigDeprecation(gv schema.GroupVersion) string {
-	return fmt.Sprintf("--runtime-config names %s, which stops a stock kube-apiserver from starting "+
-		"(\"group version %s that has not been registered\"): list %s in the admission config file's "+
-		"Portcullis entry, servedAPIs, instead; the flag is read for this release only", gv, gv, gv)
 }
 
 // pluginEnabled reports whether the admission flags enable a plugin that is off by default.

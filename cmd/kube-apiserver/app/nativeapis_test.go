@@ -1,6 +1,10 @@
 package app
 
 import (
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
+	"k8s.io/apimachinery/pkg/runtime"
+	upstreamadmissionregistrationinstall "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
+	upstreampolicyinstall "k8s.io/kubernetes/pkg/apis/policy/install"
 	"slices"
 	"testing"
 
@@ -48,7 +52,7 @@ func TestServedNativeAPIs(t *testing.T) {
 		{name: "runtime-config naming upstream's admissionregistration.k8s.io/v1alpha1", runtimeConfig: map[string]string{"admissionregistration.k8s.io/v1alpha1": "true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _, err := NewServerRunOptions()
+			s, _, err := serveroptions.New()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,6 +95,21 @@ func TestNativeAPIsAreTheServableAPIs(t *testing.T) {
 	}
 	if want := portcullisconfig.ServableAPIs(); !slices.Equal(served, want) {
 		t.Errorf("nativeAPIs serve %v, the Portcullis entry may name %v", served, want)
+	}
+}
+
+// TestStockRegistersServableVersions: stock's own scheme registers every version of ours, so a
+// --runtime-config naming one (policy/v1beta1, the form of earlier releases) does not stop
+// stock: preflight checks --runtime-config for the rollback with this binary's scheme, and
+// the rollback test starts stock with it.
+func TestStockRegistersServableVersions(t *testing.T) {
+	stock := runtime.NewScheme()
+	upstreampolicyinstall.Install(stock)
+	upstreamadmissionregistrationinstall.Install(stock)
+	for _, gv := range portcullisconfig.ServableAPIs() {
+		if !stock.IsVersionRegistered(gv) {
+			t.Errorf("stock's scheme does not register %v", gv)
+		}
 	}
 }
 

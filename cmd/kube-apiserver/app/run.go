@@ -56,7 +56,7 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	restore := func() {}
 	resources := config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource
 	for _, gv := range runtimeConfigNamesOurs(resources) {
-		klog.Warning(runtimeConfigDeprecation(gv))
+		klog.Warning(portcullisconfig.RuntimeConfigDeprecation(gv))
 	}
 	if apis := servedNativeAPIs(opts.Admission, portcullis, resources); len(apis) > 0 {
 		if restore, err = serveNativeAPIs(config, apis); err != nil {

@@ -11,19 +11,17 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/component-base/cli/globalflag"
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/preflight"
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
@@ -42,23 +40,11 @@ const preflightHint = `Portcullis: before swapping this binary in for stock kube
 "kube-apiserver preflight --help": it checks a node's command line, manifest or
 systemd unit, and whether a rollback to stock would work.`
 
-// NewServerRunOptions returns stock kube-apiserver's options with Portcullis's admission
-// plugins installed: registered, ordered and default-off. The settings carry the admission
-// config file's Portcullis entry to the plugins; set them once the flags are parsed.
-func NewServerRunOptions() (*options.ServerRunOptions, *portcullisadmission.Settings, error) {
-	s := options.NewServerRunOptions()
-	settings, err := portcullisadmission.Install(s.Admission)
-	if err != nil {
-		return nil, nil, fmt.Errorf("installing Portcullis admission plugins: %w", err)
-	}
-	return s, settings, nil
-}
-
 // NewAPIServerCommand returns the kube-apiserver command. The server runs until ctx ends;
 // main passes the process's signal context, so the command itself touches no process-wide
 // state and can be built and run more than once in a process.
 func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
-	s, settings, err := NewServerRunOptions()
+	s, settings, err := serveroptions.New()
 	if err != nil {
 		return nil, err
 	}
@@ -132,25 +118,14 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 	}
 	cmd.SetContext(ctx)
 
-	namedFlagSets := namedFlagSets(s, cmd.Name())
+	namedFlagSets := serveroptions.NamedFlagSets(s, cmd.Name())
 	for _, fs := range namedFlagSets.FlagSets {
 		cmd.Flags().AddFlagSet(fs)
 	}
 	columns, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, namedFlagSets, columns)
-	cmd.AddCommand(newPreflightCommand())
+	cmd.AddCommand(preflight.NewCommand())
 	return cmd, nil
-}
-
-// namedFlagSets returns the server's flags by help section, as stock defines them: the
-// options' own, then --version and the global logging flags.
-func namedFlagSets(s *options.ServerRunOptions, name string) cliflag.NamedFlagSets {
-	fss := s.Flags()
-	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: fss}
-	globalFlags := fss.FlagSet("global")
-	verflag.AddFlags(globalFlags)
-	globalflag.AddGlobalFlags(globalFlags, name, logs.SkipLoggingConfigurationFlags())
-	return fss
 }
 
 // noPositionalArgs rejects any non-empty positional argument, as stock does.

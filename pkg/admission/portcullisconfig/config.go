@@ -51,6 +51,23 @@ func ServableAPIs() []schema.GroupVersion {
 	return []schema.GroupVersion{policyv1beta1.SchemeGroupVersion, admissionregistrationv1alpha1.SchemeGroupVersion}
 }
 
+// LegacyRuntimeConfigVersion reports the servable version that --runtime-config serves,
+// the form of earlier releases: policy/v1beta1, in which stock serves no resource (its
+// PodDisruptionBudgets went in 1.25), so the flag can mean only ours. A stock
+// kube-apiserver given the same flag starts and serves nothing there. In the other
+// versions stock serves resources of its own: there the flag is stock's and means only what
+// it means there.
+func LegacyRuntimeConfigVersion(gv schema.GroupVersion) bool {
+	return gv == policyv1beta1.SchemeGroupVersion
+}
+
+// RuntimeConfigDeprecation is the start-up warning, and preflight's, for --runtime-config
+// naming gv, a LegacyRuntimeConfigVersion.
+func RuntimeConfigDeprecation(gv schema.GroupVersion) string {
+	return fmt.Sprintf("--runtime-config names %s, the form of earlier releases for serving it: list %s in the admission config file's "+
+		"%s entry, servedAPIs, instead (a stock kube-apiserver reads the flag as enabling a version in which it serves nothing)", gv, gv, EntryName)
+}
+
 var (
 	// admissionConfigScheme decodes the admission config file exactly as upstream's
 	// k8s.io/apiserver/pkg/server/options does: the same kinds, strict.

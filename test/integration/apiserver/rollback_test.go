@@ -121,6 +121,8 @@ func TestRollback(t *testing.T) {
 			{"make run with a Prometheus", controlplane.AdmissionConfig(true, "http://127.0.0.1:9090"), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
 			{"the soak", controlplane.AdmissionConfig(false, ""), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
 			{"PodSecurityPolicy, API first (docs/plugins/podsecuritypolicy.md)", rollbackAdmissionConfig, []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy"}},
+			// Stock registers policy/v1beta1 and serves nothing there (asserted below).
+			{"PodSecurityPolicy served by --runtime-config, as earlier releases had it", rollbackAdmissionConfig, []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy", "--runtime-config=policy/v1beta1=true"}},
 		}
 		for i, setup := range setups {
 			t.Run(setup.name, func(t *testing.T) {
@@ -130,6 +132,9 @@ func TestRollback(t *testing.T) {
 				stock := framework.StartAPIServer(t, bins.StockAPIServer, etcd, flags...)
 				if chains := stock.Chains(t); !slices.Contains(chains.Validating, "ValidatingAdmissionWebhook") {
 					t.Errorf("stock's validating chain lacks its webhooks: %v", chains.Validating)
+				}
+				if resources, err := stock.Client.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); err == nil {
+					t.Errorf("stock serves policy/v1beta1: %v", resources.APIResources)
 				}
 			})
 		}

@@ -1,6 +1,7 @@
-package app
+package preflight
 
 import (
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func FuzzParseServerFlags(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, commandLine string) {
 		args := strings.Split(commandLine, "\n")
-		s, _, err := NewServerRunOptions()
+		s, _, err := serveroptions.New()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,11 +1,13 @@
-package app
+package preflight
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 )
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -15,6 +17,13 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// commandWithExitCode is preflight's command as main runs it: its exit code recorded in code.
+func commandWithExitCode(code *int) *cobra.Command {
+	cmd := NewCommand()
+	cmd.SetContext(WithExitCode(context.Background(), code))
+	return cmd
 }
 
 func TestWithoutOurPlugins(t *testing.T) {

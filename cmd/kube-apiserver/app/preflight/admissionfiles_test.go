@@ -1,8 +1,9 @@
-package app
+package preflight
 
 import (
 	"context"
 	"fmt"
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,7 +171,7 @@ func TestCheckAdmissionConfigFilesEntryPaths(t *testing.T) {
 		"- name: Portcullis\n  path: portcullis.yaml\n"+
 		"- name: EventRateLimit\n  path: "+filepath.Join(dir, "eventratelimit.yaml")+"\n"+
 		"- name: AlwaysPullImages\n  path: alwayspullimages.yaml\n")
-	s, _, err := NewServerRunOptions()
+	s, _, err := serveroptions.New()
 	if err != nil {
 		t.Fatal(err)
 	}

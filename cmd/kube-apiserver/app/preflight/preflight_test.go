@@ -1,4 +1,4 @@
-package app
+package preflight
 
 import (
 	"context"
@@ -451,10 +451,10 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 			wantWarnings: []string{"SecurityContextDeny runs in enforcement mode Audit, but no audit log is configured"},
 		},
 		{
-			name:  "runtime-config naming policy/v1beta1, as earlier releases had it",
-			extra: []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
-			wantBlocks: []string{"--runtime-config: group version policy/v1beta1 that has not been registered",
-				"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
+			// Stock starts with it (test/integration/apiserver's rollback test): it serves nothing there.
+			name:         "runtime-config naming policy/v1beta1, as earlier releases had it",
+			extra:        []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
+			wantWarnings: []string{"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
 		},
 		{
 			name:  "our dispatch kind in a webhook entry, as earlier releases had it",
@@ -510,6 +510,9 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 // would work, 1 when the swap is not safe, 3 when only the rollback is blocked.
 func TestPreflightExitCodes(t *testing.T) {
 	node := newPreflightNode(t)
+	// Our dispatch kind in upstream's webhook entry, as earlier releases had it: stock refuses it.
+	legacyWebhookEntry := writeFile(t, node.dir, "legacy-webhook.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"+
+		"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n")
 	for _, tc := range []struct {
 		name    string
 		extra   []string
@@ -517,20 +520,17 @@ func TestPreflightExitCodes(t *testing.T) {
 		want    int
 	}{
 		{name: "safe", want: 0},
-		{name: "rollback blocked", extra: []string{"--runtime-config=policy/v1beta1=true"}, wantErr: true, want: ExitRollbackBlocked},
+		{name: "rollback blocked", extra: []string{"--admission-control-config-file=" + legacyWebhookEntry}, wantErr: true, want: ExitRollbackBlocked},
 		{name: "not safe", extra: []string{"--runtime-config=policy/v1beta2=true"}, wantErr: true, want: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int
-			cmd, err := NewAPIServerCommand(WithExitCode(context.Background(), &code))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cmd := commandWithExitCode(&code)
 			var out strings.Builder
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)
-			cmd.SetArgs(append([]string{"preflight", "--"}, node.with(nil, tc.extra...)...))
-			err = cmd.Execute()
+			cmd.SetArgs(append([]string{"--"}, node.with(nil, tc.extra...)...))
+			err := cmd.Execute()
 			if (err != nil) != tc.wantErr || code != tc.want {
 				t.Errorf("preflight: error %v, exit code %d; want an error: %v, exit code %d (0: cli.Run's own)\n%s", err, code, tc.wantErr, tc.want, out.String())
 			}
@@ -545,20 +545,17 @@ func TestPreflightUsageExitCode(t *testing.T) {
 		name string
 		args []string
 	}{
-		{name: "a flag preflight does not know", args: []string{"preflight", "--no-such-flag"}},
-		{name: "flags that do not go together", args: []string{"preflight", "--manifest", "a.yaml", "--systemd-unit", "b.service"}},
-		{name: "an unreadable manifest", args: []string{"preflight", "--manifest", filepath.Join(t.TempDir(), "missing.yaml")}},
-		{name: "an unknown output format", args: []string{"preflight", "-o", "yaml", "--", "--v=2"}},
-		{name: "nothing to check", args: []string{"preflight"}},
-		{name: "a running unit without a unit", args: []string{"preflight", "--manifest", "a.yaml", "--running-unit", "b.service"}},
-		{name: "a running environment file without a running unit", args: []string{"preflight", "--systemd-unit", "a.service", "--running-environment-file", "b.env"}},
+		{name: "a flag preflight does not know", args: []string{"--no-such-flag"}},
+		{name: "flags that do not go together", args: []string{"--manifest", "a.yaml", "--systemd-unit", "b.service"}},
+		{name: "an unreadable manifest", args: []string{"--manifest", filepath.Join(t.TempDir(), "missing.yaml")}},
+		{name: "an unknown output format", args: []string{"-o", "yaml", "--", "--v=2"}},
+		{name: "nothing to check", args: []string{}},
+		{name: "a running unit without a unit", args: []string{"--manifest", "a.yaml", "--running-unit", "b.service"}},
+		{name: "a running environment file without a running unit", args: []string{"--systemd-unit", "a.service", "--running-environment-file", "b.env"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int
-			cmd, err := NewAPIServerCommand(WithExitCode(context.Background(), &code))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cmd := commandWithExitCode(&code)
 			var out strings.Builder
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)

@@ -1,7 +1,6 @@
-package app
+package preflight
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -266,14 +265,11 @@ func TestPreflightComparesRunningPod(t *testing.T) {
 	newPath := writeFile(t, dir, "new.yaml", editManifest(t, live, []manifestEdit{{"    env:\n", "    env:\n    - name: HTTPS_PROXY\n      value: http://user:pass@proxy.example.com:3128\n"}}))
 
 	var code int
-	cmd, err := NewAPIServerCommand(WithExitCode(context.Background(), &code))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd := commandWithExitCode(&code)
 	var stdout, stderr strings.Builder
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"preflight", "-o", "json", "--manifest", newPath, "--running-manifest", livePath})
+	cmd.SetArgs([]string{"-o", "json", "--manifest", newPath, "--running-manifest", livePath})
 	err = cmd.Execute()
 	var report PreflightReport
 	if jsonErr := json.Unmarshal([]byte(stdout.String()), &report); jsonErr != nil {

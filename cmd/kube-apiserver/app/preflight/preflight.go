@@ -1,4 +1,4 @@
-package app
+package preflight
 
 import (
 	"context"
@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
@@ -49,6 +48,7 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
@@ -113,7 +113,8 @@ Exit codes: 0 the swap is safe and a rollback would work; 1 the swap is not safe
 problem listed); 2 preflight could not run (a bad invocation, or a file it was given cannot
 be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
-func newPreflightCommand() *cobra.Command {
+// NewCommand returns the preflight subcommand of kube-apiserver.
+func NewCommand() *cobra.Command {
 	var manifest, runningManifest, unit, runningUnit, kubeconfig, patches, kubernetesVersion, output string
 	var environmentFiles, runningEnvironmentFiles []string
 	var webhooks, podSecurityPolicy, rollback bool
@@ -404,7 +405,7 @@ func (r *PreflightReport) reported(text string) bool {
 // Preflight checks a kube-apiserver command line (without the program name).
 func Preflight(ctx context.Context, args []string) *PreflightReport {
 	r := &PreflightReport{Args: args, checkedCommandLine: true}
-	s, settings, err := NewServerRunOptions()
+	s, settings, err := serveroptions.New()
 	if err != nil {
 		r.problem("%v", err)
 		return r
@@ -476,9 +477,8 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), completed.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
 		r.problem("--runtime-config: %v", err)
 	} else {
-		// What stock says is among the blockers too; this says what to do instead.
 		for _, gv := range runtimeConfigNamesOurVersions(completed.APIEnablement.RuntimeConfig) {
-			r.RollbackBlockers = append(r.RollbackBlockers, runtimeConfigDeprecation(gv))
+			r.Warnings = append(r.Warnings, portcullisconfig.RuntimeConfigDeprecation(gv))
 		}
 	}
 	portcullis, err := portcullisconfig.Load(completed.Admission.GenericAdmission.ConfigFile)
@@ -532,7 +532,7 @@ func serverFlagSet(s *options.ServerRunOptions) *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	// As the server's command (component-base/cli.Run): --etcd_servers is --etcd-servers.
 	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
-	for _, named := range namedFlagSets(s, "kube-apiserver").FlagSets {
+	for _, named := range serveroptions.NamedFlagSets(s, "kube-apiserver").FlagSets {
 		fs.AddFlagSet(named)
 	}
 	return fs
@@ -718,7 +718,7 @@ func checkRollback(r *PreflightReport, args []string, loopback string) {
 	for _, err := range stock.Admission.Validate() {
 		r.RollbackBlockers = append(r.RollbackBlockers, err.Error())
 	}
-	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), stock.APIEnablement.RuntimeConfig, stockAPIs{legacyscheme.Scheme}); err != nil {
+	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), stock.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
 		r.RollbackBlockers = append(r.RollbackBlockers, fmt.Sprintf("--runtime-config: %v", err))
 	}
 	var err error
@@ -733,33 +733,19 @@ func checkRollback(r *PreflightReport, args []string, loopback string) {
 	}
 }
 
-// stockAPIs is the server's scheme as stock's binary has it: without the group versions of
-// ours, which this binary's scheme knows from process start.
-type stockAPIs struct{ *runtime.Scheme }
-
-func (s stockAPIs) IsVersionRegistered(gv schema.GroupVersion) bool {
-	return !isOurVersion(gv) && s.Scheme.IsVersionRegistered(gv)
-}
-
-func (s stockAPIs) PrioritizedVersionsAllGroups() []schema.GroupVersion {
-	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsAllGroups(), isOurVersion)
-}
-
-func (s stockAPIs) PrioritizedVersionsForGroup(group string) []schema.GroupVersion {
-	return slices.DeleteFunc(s.Scheme.PrioritizedVersionsForGroup(group), isOurVersion)
-}
-
-// runtimeConfigNamesOurVersions returns the versions of ours alone that a --runtime-config
-// names (group/version, or group/version/resource), as earlier releases had it: a stock
-// kube-apiserver refuses to start with them.
+// runtimeConfigNamesOurVersions returns the versions that a --runtime-config serves as
+// ours (group/version, or group/version/resource), as earlier releases had it.
 func runtimeConfigNamesOurVersions(runtimeConfig cliflag.ConfigurationMap) []schema.GroupVersion {
 	var named []schema.GroupVersion
-	for key := range runtimeConfig {
+	for key, value := range runtimeConfig {
+		if value == "false" {
+			continue
+		}
 		parts := strings.SplitN(key, "/", 3)
 		if len(parts) < 2 {
 			continue
 		}
-		if gv := (schema.GroupVersion{Group: parts[0], Version: parts[1]}); isOurVersion(gv) && !slices.Contains(named, gv) {
+		if gv := (schema.GroupVersion{Group: parts[0], Version: parts[1]}); portcullisconfig.LegacyRuntimeConfigVersion(gv) && !slices.Contains(named, gv) {
 			named = append(named, gv)
 		}
 	}
