@@ -5,7 +5,25 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 .DEFAULT_GOAL := build
 
+# The supported Kubernetes minors, oldest first (releases/minors, the one list). The newest is
+# the default build, pinned by go.mod; KUBE_MINOR=1.N builds and tests another with its own
+# pins (releases/1.N/go.mod through -modfile) and the files of build tag kube1.N, into
+# _output/1.N. GOFLAGS carries both, so every go command a test or script runs gets them too.
+KUBE_MINORS   := $(shell cat releases/minors)
+DEFAULT_MINOR := $(lastword $(KUBE_MINORS))
+KUBE_MINOR    ?= $(DEFAULT_MINOR)
+ifeq ($(filter $(KUBE_MINOR),$(KUBE_MINORS)),)
+$(error KUBE_MINOR=$(KUBE_MINOR) is not a supported minor (releases/minors: $(KUBE_MINORS)))
+endif
+export PORTCULLIS_KUBE_MINOR := $(KUBE_MINOR)
+ifeq ($(KUBE_MINOR),$(DEFAULT_MINOR))
+GOMOD    := go.mod
 OUT_DIR  ?= _output
+else
+GOMOD    := releases/$(KUBE_MINOR)/go.mod
+OUT_DIR  ?= _output/$(KUBE_MINOR)
+MINOR_GOFLAGS := -modfile=$(abspath $(GOMOD)) -tags=kube$(KUBE_MINOR)
+endif
 BIN_DIR  := $(abspath $(OUT_DIR)/bin)
 GO       ?= go
 # Reproducible by default: the build date is the last commit's unless the caller sets one.
@@ -22,11 +40,14 @@ export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 # One build configuration for everything - binaries, tests and the release - so a cold cache
 # compiles Kubernetes once: static (no cgo) and -trimpath, as release binaries must be.
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(MINOR_GOFLAGS))
+# The repository's other modules (build/image, build/licenses) have go.mod files of their
+# own, whatever the minor.
+OTHER_MODULE_GOFLAGS := GOFLAGS=-trimpath
 
 # Integration suites start real servers; give them room, and never cache their results.
 INTEGRATION_TIMEOUT ?= 20m
-UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v -e /test/integration/ -e /test/release$$)
+UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v -e /test/integration/ -e /test/release$$ -e /test/upgrade$$)
 STAGING_API          = staging/src/github.com/portcullis-k8s/api
 
 # Every build of ./cmd/kube-apiserver (make build, the tests' binary, the release) compiles
@@ -66,7 +87,11 @@ RELEASE_DIR       ?= $(OUT_DIR)/release
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
 
 .PHONY: release
-release: ## static kube-apiserver for linux/amd64 and linux/arm64, SHA256SUMS and an OCI image into _output/release
+release: ## every supported minor's release (static kube-apiserver for linux/amd64 and linux/arm64, SHA256SUMS, SBOMs and an OCI image): _output/release for the newest, _output/<minor>/release for the others
+	for minor in $(KUBE_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor release-minor; done
+
+.PHONY: release-minor
+release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into its RELEASE_DIR
 	GO='$(GO)' build/release.sh $(RELEASE_DIR) $(RELEASE_PLATFORMS)
 
 .PHONY: verify-release
@@ -83,7 +108,7 @@ test-release: ## release tests: amd64 release rebuilt byte-identical, image buil
 	hack/install-test-deps.sh
 	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
-	$(GO) -C build/image test ./...
+	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
 	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS)
 
 .PHONY: etcd
@@ -103,7 +128,7 @@ kube-controller-manager: ## build kube-controller-manager from the same module g
 
 # kubeadm and kubectl report the Kubernetes version go.mod requires, stamped as upstream's
 # release builds stamp it (`kubectl version` fails on an unstamped client's version).
-KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\)$$|\1|p' go.mod)
+KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\)$$|\1|p' $(GOMOD))
 KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
 .PHONY: kubeadm
@@ -168,6 +193,41 @@ test-integration: build-test-binaries ## integration tests: real etcd, real serv
 	hack/install-test-deps.sh
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
 
+# The older supported minors (releases/minors but the default), each from its own pins and
+# build tag, into _output/<minor>: its unit tests (the race detector runs on the default
+# minor's, the same code) and the integration suite of the API server - our plugins through
+# a real server, chain parity and served APIs against that minor's stock, the rollback to
+# that minor's stock - then the upgrade across every minor, one etcd, each minor's binary in
+# turn (test/upgrade). .ci/run runs it after make test.
+OLDER_MINORS      := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
+MINOR_INTEGRATION := ./test/integration/apiserver/
+
+.PHONY: test-minors
+test-minors: ## every older supported minor: unit tests, the API server's integration suite, then the upgrade across minors
+	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor test-minor; done
+	$(MAKE) --no-print-directory test-upgrade
+
+.PHONY: test-minor
+test-minor: build-minor-test-binaries
+	$(GO) test $(PGO_FLAG) $(UNIT_PACKAGES)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION)
+
+# What the API server's integration suite runs, for one minor. etcd is the default minor's
+# (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API
+# modules are that Kubernetes's).
+.PHONY: build-minor-test-binaries
+build-minor-test-binaries: BUILD_PGO = $(PGO_FLAG)
+build-minor-test-binaries: build stock kube-controller-manager local-up
+	@mkdir -p $(BIN_DIR)
+	$(OTHER_MODULE_GOFLAGS) $(GO) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
+
+# The upgrade test runs each minor's binaries, built by its test-minor (the default minor's by
+# build-test-binaries): _output/<minor>/bin, _output/bin for the default.
+.PHONY: test-upgrade
+test-upgrade: build-test-binaries
+	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-minor-test-binaries; done
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/
+
 .PHONY: bench
 bench: build etcd stock ## ours vs stock kube-apiserver, a CEL policy and webhooks, side by side; rewrites docs/benchmarks.md
 	$(GO) build -o $(BIN_DIR)/bench ./hack/bench
@@ -198,8 +258,8 @@ verify: ## gofmt, go vet, go.mod tidiness and pins, generated code, NOTICE
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	cd $(STAGING_API) && $(GO) vet ./...
-	cd build/image && $(GO) vet ./... && $(GO) mod tidy -diff
-	cd build/licenses && $(GO) mod tidy -diff
+	cd build/image && $(OTHER_MODULE_GOFLAGS) $(GO) vet ./... && $(OTHER_MODULE_GOFLAGS) $(GO) mod tidy -diff
+	cd build/licenses && $(OTHER_MODULE_GOFLAGS) $(GO) mod tidy -diff
 	hack/verify-kube-version.sh
 	hack/verify-go-toolchain.sh
 	hack/verify-codegen.sh

@@ -31,7 +31,7 @@ if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
   exit 1
 fi
 
-version=$(tr -d '[:space:]' <VERSION)
+version=$(portcullis::version)
 ldflags=$(build/version.sh)
 mkdir -p "${dir}"
 dir=$(cd "${dir}" && pwd)
@@ -46,7 +46,7 @@ if [[ ${binaries_only} == false ]]; then
   sbom_tool_dir=$(mktemp -d)
   trap 'rm -rf "${sbom_tool_dir}"' EXIT
   sbom_tool="${sbom_tool_dir}/cyclonedx-gomod"
-  env -u GOOS -u GOARCH "${GO}" -C build/image build -o "${sbom_tool}" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+  env -u GOOS -u GOARCH GOFLAGS=-trimpath "${GO}" -C build/image build -o "${sbom_tool}" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
   # The licence texts, by go-licenses (pinned in build/licenses/go.mod as a tool, a module of
   # its own: it needs the cobra it was released with): for every module the binary links, its
   # licence file(s), and for a reciprocal licence (MPL) the module's source, as that licence
@@ -98,7 +98,7 @@ done
 
 if [[ ${binaries_only} == false ]]; then
   image="kube-apiserver-${version}.oci.tar"
-  "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \
+  GOFLAGS=-trimpath "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \
     -revision "$(git rev-parse HEAD)" -license "${PORTCULLIS_ROOT}/LICENSE" -notice "${PORTCULLIS_ROOT}/NOTICE" \
     -third-party-licenses "${third_party}" \
     "${image_args[@]}" -o "${dir}/${image}"

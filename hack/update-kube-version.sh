@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Usage: hack/update-kube-version.sh v1.37.N
+# Usage: hack/update-kube-version.sh v1.N.P
 #
-# Points go.mod at a Kubernetes release: requires k8s.io/kubernetes at that version and
-# replaces every staging module that upstream's own go.mod replaces with its published
-# v0.37.N, then tidies. The list of staging modules is read from upstream, never kept here.
+# Points one supported minor's pins at a Kubernetes patch release, leaving the other minors'
+# alone: the newest minor's go.mod (the default build) or releases/1.N/go.mod. It requires
+# k8s.io/kubernetes at that version and replaces every staging module that upstream's own
+# go.mod replaces with its published v0.N.P, then tidies. The list of staging modules is read
+# from upstream, never kept here. A minor not in releases/minors is refused: adding or
+# dropping a minor is a change of its own (docs/registry.md, "Kubernetes minors").
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
 if [[ $# -ne 1 || ! $1 =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
@@ -12,6 +15,17 @@ if [[ $# -ne 1 || ! $1 =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
 fi
 kube_version=$1
 staging_version=$(portcullis::staging_version "${kube_version}")
+minor=${kube_version#v}
+minor=${minor%.*}
+PORTCULLIS_KUBE_MINOR=${minor}
+portcullis::kube_minor >/dev/null
+minor_dir=$(portcullis::minor_dir "${minor}")
+modfile=${minor_dir}/go.mod
+# The go commands below read and write that minor's go.mod (and go.sum beside it).
+modflags=()
+if [[ ${minor_dir} != . ]]; then
+  modflags=(-modfile="${modfile}")
+fi
 
 cd "${PORTCULLIS_ROOT}"
 gomod=$(portcullis::upstream_gomod "${kube_version}")
@@ -20,11 +34,27 @@ if [[ -z ${gomod} || ! -f ${gomod} ]]; then
   exit 1
 fi
 
+# An older minor's pins start from the newest minor's go.mod less its indirect requirements:
+# the same direct requirements and tools, and every other module at the version that
+# minor's Kubernetes asks for (tidy adds them back), never the newest minor's.
+if [[ ${minor_dir} != . ]]; then
+  cp go.mod "${modfile}"
+  cp go.sum "${minor_dir}/go.sum"
+  go mod edit -json go.mod | awk '
+    /"Require": \[/ { inrequire = 1 }
+    inrequire && /^\t\]/ { inrequire = 0 }
+    inrequire && /"Path":/ { gsub(/[",]/, "", $2); path = $2 }
+    inrequire && /"Indirect": true/ { print path }
+  ' | while read -r module; do
+    go mod edit "${modflags[@]}" -droprequire="${module}"
+  done
+fi
+
 # Drop the replaces of the previous release first, so a module upstream no longer stages
 # does not linger.
-for old in $(go mod edit -json | sed -n 's#^[[:space:]]*"Path": "\(k8s\.io/[^"]*\)",\{0,1\}$#\1#p' | sort -u); do
+for old in $(go mod edit -json "${modfile}" | sed -n 's#^[[:space:]]*"Path": "\(k8s\.io/[^"]*\)",\{0,1\}$#\1#p' | sort -u); do
   [[ ${old} == k8s.io/kubernetes ]] && continue
-  go mod edit -dropreplace="${old}" 2>/dev/null || true
+  go mod edit "${modflags[@]}" -dropreplace="${old}" 2>/dev/null || true
 done
 
 args=(-require="k8s.io/kubernetes@${kube_version}")
@@ -33,28 +63,44 @@ while read -r module; do
   args+=(-replace="${module}=${module}@${staging_version}")
   count=$((count + 1))
 done < <(portcullis::staging_modules "${gomod}")
-go mod edit "${args[@]}"
-go mod tidy
-
-# Our staging API module builds on the same release's API types.
-(
-  cd staging/src/github.com/portcullis-k8s/api
-  go mod edit -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
+go mod edit "${modflags[@]}" "${args[@]}"
+for module in api apimachinery apiserver client-go component-base; do
+  go mod edit "${modflags[@]}" -require="k8s.io/${module}@${staging_version}"
+done
+go mod edit "${modflags[@]}" -replace=github.com/portcullis-k8s/api=./staging/src/github.com/portcullis-k8s/api
+# tidy reads the files of every build tag: for an older minor, the newest minor's files import
+# packages its staging modules lack, which -e lets pass (building with the minor's tag,
+# make build KUBE_MINOR=..., checks what the minor's files need).
+if [[ ${minor_dir} == . ]]; then
   go mod tidy
-)
+else
+  go mod tidy -e "${modflags[@]}"
+fi
+
+# Our staging API module builds on the newest minor's API types (an older minor's go.mod
+# replaces them with its own).
+if [[ ${minor_dir} == . ]]; then
+  (
+    cd staging/src/github.com/portcullis-k8s/api
+    go mod edit -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
+    go mod tidy
+  )
+fi
 
 # A new Kubernetes release is a new Portcullis release, the first on it; the deploy kit names
 # the release (the patch's image tag, the systemd install path).
-old_version=$(tr -d '[:space:]' <VERSION)
+old_version=$(portcullis::version "${minor}")
 new_version="${kube_version}+portcullis.1"
 if [[ ${old_version} != "${new_version}" ]]; then
-  echo "${new_version}" >VERSION
+  echo "${new_version}" >"${minor_dir}/VERSION"
+fi
+if [[ ${minor_dir} == . && ${old_version} != "${new_version}" ]]; then
   old_tag=${old_version//+/_} new_tag=${new_version//+/_}
   sed -i -e "s/${old_version//./\\.}/${new_version}/g" -e "s/${old_tag//./\\.}/${new_tag}/g" \
     build/deploy/static-pod/kube-apiserver.yaml build/deploy/systemd/kube-apiserver.env
 fi
 
-echo "go.mod now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}; VERSION is ${new_version}."
+echo "${modfile} now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}; ${minor_dir}/VERSION is ${new_version}."
 echo "Remember the pinned lists in pkg/admission/testdata, and CHANGELOG.md: what changed upstream that matters here."
 # The profile names upstream's functions: after a bump, the ones that moved or changed no
 # longer match and the build silently optimizes less. A fresh profile restores it.

@@ -27,7 +27,8 @@ func main() {
 	}
 	code := cli.Run(command)
 	if code != 0 && exitCode != 0 {
-		// A failure with an exit code of its own (preflight's blocked rollback).
+		// A failure with an exit code of its own (preflight's: 2, it could not run; 3, a
+		// blocked rollback).
 		code = exitCode
 	}
 	os.Exit(code)

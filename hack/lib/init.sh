@@ -10,10 +10,46 @@ export PORTCULLIS_ROOT
 GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "${PORTCULLIS_ROOT}/go.mod")
 export GOTOOLCHAIN
 
-# portcullis::gomod_kube_version prints the k8s.io/kubernetes version that go.mod requires.
+# The supported Kubernetes minors, oldest first (releases/minors); the newest is the default
+# build, pinned by go.mod. PORTCULLIS_KUBE_MINOR (the Makefile's KUBE_MINOR) picks another.
+portcullis::minors() {
+  cat "${PORTCULLIS_ROOT}/releases/minors"
+}
+
+portcullis::default_minor() {
+  portcullis::minors | tail -n 1
+}
+
+portcullis::kube_minor() {
+  local minor=${PORTCULLIS_KUBE_MINOR:-$(portcullis::default_minor)}
+  if ! portcullis::minors | grep -qx "${minor}"; then
+    echo "error: Kubernetes minor ${minor} is not supported (releases/minors: $(portcullis::minors | tr '\n' ' '))" >&2
+    return 1
+  fi
+  echo "${minor}"
+}
+
+# portcullis::minor_dir [MINOR] prints the directory holding a minor's go.mod and VERSION,
+# relative to the repository: "." for the default minor, releases/<minor> for the others.
+portcullis::minor_dir() {
+  local minor=${1:-$(portcullis::kube_minor)}
+  if [[ ${minor} == "$(portcullis::default_minor)" ]]; then
+    echo .
+  else
+    echo "releases/${minor}"
+  fi
+}
+
+# portcullis::gomod_kube_version [MINOR] prints the k8s.io/kubernetes version that minor's
+# go.mod requires.
 portcullis::gomod_kube_version() {
-  (cd "${PORTCULLIS_ROOT}" && go mod edit -json) |
+  (cd "${PORTCULLIS_ROOT}" && go mod edit -json "$(portcullis::minor_dir "$@")/go.mod") |
     sed -n '/"Path": "k8s.io\/kubernetes"/{n;s/^[[:space:]]*"Version": "\(.*\)"$/\1/p;q}'
+}
+
+# portcullis::version [MINOR] prints the Portcullis release of that minor (its VERSION).
+portcullis::version() {
+  tr -d '[:space:]' <"${PORTCULLIS_ROOT}/$(portcullis::minor_dir "$@")/VERSION"
 }
 
 # portcullis::upstream_gomod VERSION prints the path of upstream's go.mod for that release,

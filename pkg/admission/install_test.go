@@ -29,6 +29,7 @@ import (
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
@@ -241,7 +242,9 @@ func TestOrderErrors(t *testing.T) {
 
 // TestUpstreamDrift pins upstream's ordered plugin list and default-on set. When a Kubernetes
 // bump changes either, this fails with the difference: check every anchor of ours still means
-// what it meant, then run `go test ./pkg/admission -run TestUpstreamDrift -update`.
+// what it meant, then run `go test ./pkg/admission -run TestUpstreamDrift -update` (with the
+// minor's build: make test-unit KUBE_MINOR=1.N GO_TEST_FLAGS=... or GOFLAGS as the Makefile
+// sets it). Each minor pins its own lists, under testdata/<minor>/.
 func TestUpstreamDrift(t *testing.T) {
 	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
 	pinned := map[string][]string{
@@ -249,8 +252,11 @@ func TestUpstreamDrift(t *testing.T) {
 		"upstream-default-on.txt": defaultOn(stock.RecommendedPluginOrder, stock.DefaultOffPlugins),
 	}
 	for file, current := range pinned {
-		path := filepath.Join("testdata", file)
+		path := filepath.Join("testdata", kubecompat.Minor, file)
 		if *updatePinned {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(path, []byte(strings.Join(current, "\n")+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -339,7 +345,12 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 	// With no settings of ours, the name builds upstream's own plugin: the server is stock's.
 	// With a setting of our dispatch, ours.
 	const upstreamWebhookPackage = "k8s.io/apiserver/pkg/admission/plugin/webhook/"
-	const upstreamKind = "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n"
+	// A webhook kubeconfig: upstream's entry names one (1.35's requires it).
+	kubeconfig := filepath.Join(t.TempDir(), "webhooks.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upstreamKind := "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: " + kubeconfig + "\n"
 	configs := []struct {
 		name, config string
 		portcullis   *portcullisconfig.Configuration
@@ -353,8 +364,8 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		// The trace alone asks nothing of our dispatch: exactly stock unless asked.
 		{"the admission trace alone", upstreamKind, traceAlone, false},
 		{"a dispatch traced and nothing else", upstreamKind, &portcullisconfig.Configuration{MutatingDispatch: traced, ValidatingDispatch: traced, TraceAudit: true}, false},
-		{"earlier releases' kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n", nil, false},
-		{"earlier releases' kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n", nil, true},
+		{"earlier releases' kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\n", nil, false},
+		{"earlier releases' kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\ncircuitBreaker: {}\ntimeBudget: {}\n", nil, true},
 	}
 	for _, r := range Replacements() {
 		if !slices.Contains(stock.RecommendedPluginOrder, r.Name) || stock.DefaultOffPlugins.Has(r.Name) {

@@ -53,7 +53,7 @@ func servedNativeAPIs(admission *kubeoptions.AdmissionOptions, portcullis *portc
 	var served []nativeAPI
 	for _, api := range nativeAPIs() {
 		if pluginEnabled(admission, api.plugin) || portcullis.Serves(api.groupVersion) ||
-			(portcullisconfig.LegacyRuntimeConfigVersion(api.groupVersion) && namesByRuntimeConfig(resources, api)) {
+			portcullisconfig.RuntimeConfigServes(resources, api.groupVersion) {
 			served = append(served, api)
 		}
 	}
@@ -65,23 +65,11 @@ func servedNativeAPIs(admission *kubeoptions.AdmissionOptions, portcullis *portc
 func runtimeConfigNamesOurs(resources serverstorage.APIResourceConfigSource) []schema.GroupVersion {
 	var named []schema.GroupVersion
 	for _, api := range nativeAPIs() {
-		if portcullisconfig.LegacyRuntimeConfigVersion(api.groupVersion) && namesByRuntimeConfig(resources, api) {
+		if portcullisconfig.RuntimeConfigServes(resources, api.groupVersion) {
 			named = append(named, api.groupVersion)
 		}
 	}
 	return named
-}
-
-func namesByRuntimeConfig(resources serverstorage.APIResourceConfigSource, api nativeAPI) bool {
-	if resources.VersionExplicitlyEnabled(api.groupVersion) {
-		return true
-	}
-	for _, r := range api.addition.Resources {
-		if resources.ResourceExplicitlyEnabled(r.GroupVersionResource) {
-			return true
-		}
-	}
-	return false
 }
 
 // pluginEnabled reports whether the admission flags enable a plugin that is off by default.

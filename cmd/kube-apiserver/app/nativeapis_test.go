@@ -1,13 +1,10 @@
 package app
 
 import (
-	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
-	"k8s.io/apimachinery/pkg/runtime"
-	upstreamadmissionregistrationinstall "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
-	upstreampolicyinstall "k8s.io/kubernetes/pkg/apis/policy/install"
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -18,13 +15,17 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	upstreamapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	upstreamadmissionregistrationinstall "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
+	upstreampolicyinstall "k8s.io/kubernetes/pkg/apis/policy/install"
 	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
 	policyrest "k8s.io/kubernetes/pkg/registry/policy/rest"
 
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/pkg/registry/upstreamgroup"
 )
 
 func TestServedNativeAPIs(t *testing.T) {
@@ -91,6 +92,13 @@ func TestNativeAPIsAreTheServableAPIs(t *testing.T) {
 		}
 		if err := api.addition.Validate(); err != nil {
 			t.Errorf("%v: %v", api.groupVersion, err)
+		}
+	}
+	for _, r := range portcullisconfig.LegacyRuntimeConfigResources() {
+		if !slices.ContainsFunc(nativeAPIs(), func(api nativeAPI) bool {
+			return slices.ContainsFunc(api.addition.Resources, func(a upstreamgroup.Resource) bool { return a.GroupVersionResource == r })
+		}) {
+			t.Errorf("--runtime-config's form of earlier releases serves %v, which no native API serves", r)
 		}
 	}
 	if want := portcullisconfig.ServableAPIs(); !slices.Equal(served, want) {

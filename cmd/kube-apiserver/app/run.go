@@ -7,7 +7,6 @@ import (
 	"os"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	upstreamapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
@@ -31,12 +30,8 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	klog.Infof("Version: %+v", version.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
-	if opts.InformerName == nil {
-		informerName, err := cache.NewInformerName("kube-apiserver")
-		if err != nil {
-			return err
-		}
-		opts.InformerName = informerName
+	if err := nameInformers(&opts); err != nil {
+		return err
 	}
 
 	config, err := upstreamapp.NewConfig(opts)

@@ -26,6 +26,7 @@ import (
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
 	apiserverapiv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
@@ -51,18 +52,32 @@ func ServableAPIs() []schema.GroupVersion {
 	return []schema.GroupVersion{policyv1beta1.SchemeGroupVersion, admissionregistrationv1alpha1.SchemeGroupVersion}
 }
 
-// LegacyRuntimeConfigVersion reports the servable version that --runtime-config serves,
-// the form of earlier releases: policy/v1beta1, in which stock serves no resource (its
-// PodDisruptionBudgets went in 1.25), so the flag can mean only ours. A stock
-// kube-apiserver given the same flag starts and serves nothing there. In the other
-// versions stock serves resources of its own: there the flag is stock's and means only what
-// it means there.
-func LegacyRuntimeConfigVersion(gv schema.GroupVersion) bool {
-	return gv == policyv1beta1.SchemeGroupVersion
+// legacyRuntimeConfigResources are the resources of ours that --runtime-config serves, the
+// form of earlier releases: policy/v1beta1's, in which stock serves no resource (its
+// PodDisruptionBudgets went in 1.25), so the flag can mean only ours. A stock kube-apiserver
+// given the same flag starts and serves nothing there. In the other versions of ours stock
+// serves resources of its own: there the flag is stock's and means only what it means there.
+var legacyRuntimeConfigResources = []schema.GroupVersionResource{policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies")}
+
+// RuntimeConfigServes reports whether resources, the server's merged --runtime-config,
+// serve gv as earlier releases did: the version, or a resource of ours in it, explicitly
+// enabled.
+func RuntimeConfigServes(resources serverstorage.APIResourceConfigSource, gv schema.GroupVersion) bool {
+	for _, r := range legacyRuntimeConfigResources {
+		if r.GroupVersion() == gv && (resources.VersionExplicitlyEnabled(gv) || resources.ResourceExplicitlyEnabled(r)) {
+			return true
+		}
+	}
+	return false
 }
 
-// RuntimeConfigDeprecation is the start-up warning, and preflight's, for --runtime-config
-// naming gv, a LegacyRuntimeConfigVersion.
+// LegacyRuntimeConfigResources are the resources RuntimeConfigServes looks for.
+func LegacyRuntimeConfigResources() []schema.GroupVersionResource {
+	return slices.Clone(legacyRuntimeConfigResources)
+}
+
+// RuntimeConfigDeprecation is the start-up warning, and preflight's, for a --runtime-config
+// that serves gv (RuntimeConfigServes).
 func RuntimeConfigDeprecation(gv schema.GroupVersion) string {
 	return fmt.Sprintf("--runtime-config names %s, the form of earlier releases for serving it: list %s in the admission config file's "+
 		"%s entry, servedAPIs, instead (a stock kube-apiserver reads the flag as enabling a version in which it serves nothing)", gv, gv, EntryName)

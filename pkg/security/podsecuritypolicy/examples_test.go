@@ -13,6 +13,7 @@ import (
 
 	deploypsp "github.com/portcullis-k8s/portcullis/build/deploy/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 // shippedExample is build/deploy/podsecuritypolicy/<name>.yaml as the plugin reads it: the
@@ -35,7 +36,7 @@ func tokenVolume() api.Volume {
 	return api.Volume{Name: "kube-api-access-x7k2p", VolumeSource: api.VolumeSource{Projected: &api.ProjectedVolumeSource{
 		DefaultMode: ptr(int32(0o644)),
 		Sources: []api.VolumeProjection{
-			{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(3607))}},
+			{ServiceAccountToken: kubecompat.ServiceAccountTokenProjection("token", 3607)},
 			{ConfigMap: &api.ConfigMapProjection{LocalObjectReference: api.LocalObjectReference{Name: "kube-root-ca.crt"},
 				Items: []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 			{DownwardAPI: &api.DownwardAPIProjection{Items: []api.DownwardAPIVolumeFile{{Path: "namespace",
@@ -92,7 +93,7 @@ func TestShippedExamples(t *testing.T) {
 		p.Spec.Volumes = append(p.Spec.Volumes, api.Volume{Name: "host", VolumeSource: api.VolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/var/run/docker.sock"}}})
 	})
 	privilegedPod := with(typicalPod(), func(p *api.Pod) {
-		p.Spec.HostNetwork = true
+		kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{Network: true})
 		p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)}
 	})
 	rootPod := with(typicalPod(), func(p *api.Pod) { p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: ptr(int64(0))} })

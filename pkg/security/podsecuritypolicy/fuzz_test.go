@@ -15,6 +15,7 @@ import (
 	deploypsp "github.com/portcullis-k8s/portcullis/build/deploy/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/install"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 var fuzzScheme = func() *runtime.Scheme {
@@ -100,7 +101,7 @@ func FuzzProvider(f *testing.F) {
 	hostPath := typicalPod()
 	hostPath.Spec.Volumes = append(hostPath.Spec.Volumes, api.Volume{Name: "host", VolumeSource: api.VolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/var/run/docker.sock"}}})
 	privileged := typicalPod()
-	privileged.Spec.HostNetwork = true
+	kubecompat.SetPodHostNamespaces(&privileged.Spec, kubecompat.HostNamespaces{Network: true})
 	privileged.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)}
 	set := podWithAllKinds()
 	set.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: ptr(int64(1500)), RunAsGroup: ptr(int64(3500)), FSGroup: ptr(int64(7500))}

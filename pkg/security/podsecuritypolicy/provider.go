@@ -7,6 +7,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	psputil "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy/util"
 )
 
@@ -217,13 +218,14 @@ func (s *simpleProvider) ValidatePod(pod *api.Pod) field.ErrorList {
 	errs = append(errs, s.strategies.AppArmorStrategy.ValidatePod(pod)...)
 	errs = append(errs, s.strategies.SELinuxStrategy.Validate(podSELinuxPath, pod, nil, psc.SELinuxOptions)...)
 
-	if !s.psp.Spec.HostNetwork && pod.Spec.HostNetwork {
+	host := kubecompat.PodHostNamespaces(&pod.Spec)
+	if !s.psp.Spec.HostNetwork && host.Network {
 		errs = append(errs, field.Invalid(hostNetworkPath, true, "Host network is not allowed to be used"))
 	}
-	if !s.psp.Spec.HostPID && pod.Spec.HostPID {
+	if !s.psp.Spec.HostPID && host.PID {
 		errs = append(errs, field.Invalid(hostPIDPath, true, "Host PID is not allowed to be used"))
 	}
-	if !s.psp.Spec.HostIPC && pod.Spec.HostIPC {
+	if !s.psp.Spec.HostIPC && host.IPC {
 		errs = append(errs, field.Invalid(hostIPCPath, true, "Host IPC is not allowed to be used"))
 	}
 

@@ -10,6 +10,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	psputil "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy/util"
 )
 
@@ -144,9 +145,9 @@ func TestValidateFailures124(t *testing.T) {
 		container bool
 	}{
 		// TestValidatePodFailures.
-		{name: "failHostNetwork", pod: podWith124(func(p *api.Pod) { p.Spec.HostNetwork = true }), psp: defaultPSP124(), want: "Host network is not allowed to be used"},
-		{name: "failHostPID", pod: podWith124(func(p *api.Pod) { p.Spec.HostPID = true }), psp: defaultPSP124(), want: "Host PID is not allowed to be used"},
-		{name: "failHostIPC", pod: podWith124(func(p *api.Pod) { p.Spec.HostIPC = true }), psp: defaultPSP124(), want: "Host IPC is not allowed to be used"},
+		{name: "failHostNetwork", pod: podWith124(func(p *api.Pod) { kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{Network: true}) }), psp: defaultPSP124(), want: "Host network is not allowed to be used"},
+		{name: "failHostPID", pod: podWith124(func(p *api.Pod) { kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{PID: true}) }), psp: defaultPSP124(), want: "Host PID is not allowed to be used"},
+		{name: "failHostIPC", pod: podWith124(func(p *api.Pod) { kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{IPC: true}) }), psp: defaultPSP124(), want: "Host IPC is not allowed to be used"},
 		{name: "failSupplementalGroupOutOfMustRange", pod: podWith124(func(p *api.Pod) { p.Spec.SecurityContext.SupplementalGroups = []int64{999} }),
 			psp: supplementalMust, want: "group 999 must be in the ranges: [1]"},
 		{name: "failSupplementalGroupOutOfMayRange", pod: podWith124(func(p *api.Pod) { p.Spec.SecurityContext.SupplementalGroups = []int64{999} }),
@@ -455,12 +456,18 @@ func TestValidateSuccess124(t *testing.T) {
 		container bool
 	}{
 		// TestValidatePodSuccess.
-		{name: "pass hostNetwork validating PSP", pod: podWith124(func(p *api.Pod) { p.Spec.HostNetwork = true }),
-			psp: pspWith124(func(p *policy.PodSecurityPolicy) { p.Spec.HostNetwork = true })},
-		{name: "pass hostPID validating PSP", pod: podWith124(func(p *api.Pod) { p.Spec.HostPID = true }),
-			psp: pspWith124(func(p *policy.PodSecurityPolicy) { p.Spec.HostPID = true })},
-		{name: "pass hostIPC validating PSP", pod: podWith124(func(p *api.Pod) { p.Spec.HostIPC = true }),
-			psp: pspWith124(func(p *policy.PodSecurityPolicy) { p.Spec.HostIPC = true })},
+		{name: "pass hostNetwork validating PSP", pod: podWith124(func(p *api.Pod) { kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{Network: true}) }),
+			psp: pspWith124(func(p *policy.PodSecurityPolicy) {
+				p.Spec.HostNetwork = true
+			})},
+		{name: "pass hostPID validating PSP", pod: podWith124(func(p *api.Pod) { kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{PID: true}) }),
+			psp: pspWith124(func(p *policy.PodSecurityPolicy) {
+				p.Spec.HostPID = true
+			})},
+		{name: "pass hostIPC validating PSP", pod: podWith124(func(p *api.Pod) { kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{IPC: true}) }),
+			psp: pspWith124(func(p *policy.PodSecurityPolicy) {
+				p.Spec.HostIPC = true
+			})},
 		{name: "pass required supplemental group validating PSP", pod: podWith124(func(p *api.Pod) { p.Spec.SecurityContext.SupplementalGroups = []int64{3} }),
 			psp: pspWith124(func(p *policy.PodSecurityPolicy) {
 				p.Spec.SupplementalGroups = policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMustRunAs, Ranges: ranges15}

@@ -8,6 +8,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -170,14 +171,16 @@ func TestValidatePodLevel(t *testing.T) {
 		want    []string
 	}{
 		{"permissive allows a wild pod", func(*policy.PodSecurityPolicy) {}, func(p *api.Pod) {
-			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+			kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{Network: true, PID: true, IPC: true})
 			p.Spec.Containers[0].SecurityContext = &api.SecurityContext{Privileged: ptr(true)}
 			p.Spec.Volumes = []api.Volume{{Name: "h", VolumeSource: api.VolumeSource{HostPath: &api.HostPathVolumeSource{Path: "/"}}}}
 		}, nil},
 		{"host namespaces", func(p *policy.PodSecurityPolicy) {
 			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = false, false, false
 		},
-			func(p *api.Pod) { p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true },
+			func(p *api.Pod) {
+				kubecompat.SetPodHostNamespaces(&p.Spec, kubecompat.HostNamespaces{Network: true, PID: true, IPC: true})
+			},
 			[]string{
 				"spec.hostNetwork: Invalid value: true: Host network is not allowed to be used",
 				"spec.hostPID: Invalid value: true: Host PID is not allowed to be used",

@@ -202,11 +202,7 @@ func TestBuiltWithThePGOProfile(t *testing.T) {
 
 func versionFile(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(t), "VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	version := strings.TrimSpace(string(data))
+	version := framework.ReleaseVersion(t)
 	if !regexp.MustCompile(`^v1\.\d+\.\d+\+portcullis\.\d+$`).MatchString(version) {
 		t.Fatalf("VERSION %q is not v1.X.Y+portcullis.N", version)
 	}

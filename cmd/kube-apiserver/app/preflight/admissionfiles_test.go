@@ -3,7 +3,6 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 )
 
 const admissionConfigHeader = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"

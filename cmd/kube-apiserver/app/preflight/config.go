@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	webhookadmissionconfig "k8s.io/apiserver/pkg/admission/plugin/webhook/config"
 	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
 	apiserverconfiginstall "k8s.io/apiserver/pkg/apis/apiserver/install"
 	apiserverconfigv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
@@ -423,11 +422,10 @@ func webhookKubeconfigFiles(at, plugin string, config []byte) []admissionNamedFi
 	if err != nil {
 		return nil
 	}
-	upstream, err := webhookadmissionconfig.LoadConfig(cfg.Upstream)
-	if err != nil || upstream.KubeConfigFile == "" {
+	kubeconfig, err := upstreamWebhookKubeConfigFile(cfg.Upstream)
+	if err != nil || kubeconfig == "" {
 		return nil
 	}
-	kubeconfig := upstream.KubeConfigFile
 	files := []admissionNamedFile{{label: at + ": kubeConfigFile", path: kubeconfig, loadedAtStart: true}}
 	raw, err := rawKubeconfig(kubeconfig)
 	if err != nil {

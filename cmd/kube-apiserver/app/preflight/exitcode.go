@@ -17,8 +17,8 @@ const (
 type exitCodeKey struct{}
 
 // WithExitCode returns a context under which the command records in code the exit code its
-// error asks for when that is not 1 (preflight's usage error and blocked rollback). main passes it, and exits
-// with code when the command failed and code is set.
+// error asks for when that is not 1 (preflight's usage error and blocked rollback). main
+// passes it, and exits with code when the command failed and code is set.
 func WithExitCode(ctx context.Context, code *int) context.Context {
 	return context.WithValue(ctx, exitCodeKey{}, code)
 }

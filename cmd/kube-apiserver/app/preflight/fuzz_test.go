@@ -1,12 +1,12 @@
 package preflight
 
 import (
-	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	"strings"
 	"testing"
 
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
+	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 )
 

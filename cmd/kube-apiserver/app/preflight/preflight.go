@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	admissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
@@ -43,7 +42,6 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controlplane"
-	controlplaneadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
 	kubeapiserveradmission "k8s.io/kubernetes/pkg/kubeapiserver/admission"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
@@ -474,11 +472,14 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 
 	loopback := loopbackHost(s)
 	checkRollback(r, args, loopback)
-	if _, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), completed.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
+	if resources, err := resourceconfig.MergeAPIResourceConfigs(controlplane.DefaultAPIResourceConfigSource(), completed.APIEnablement.RuntimeConfig, legacyscheme.Scheme); err != nil {
 		r.problem("--runtime-config: %v", err)
 	} else {
-		for _, gv := range runtimeConfigNamesOurVersions(completed.APIEnablement.RuntimeConfig) {
-			r.Warnings = append(r.Warnings, portcullisconfig.RuntimeConfigDeprecation(gv))
+		// What the server warns of at start-up, from the same merged configuration.
+		for _, gv := range portcullisconfig.ServableAPIs() {
+			if portcullisconfig.RuntimeConfigServes(resources, gv) {
+				r.Warnings = append(r.Warnings, portcullisconfig.RuntimeConfigDeprecation(gv))
+			}
 		}
 	}
 	portcullis, err := portcullisconfig.Load(completed.Admission.GenericAdmission.ConfigFile)
@@ -648,11 +649,7 @@ func admissionChains(opts *kubeoptions.AdmissionOptions, globals basecompatibili
 	factory := informers.NewSharedInformerFactory(client, 0)
 	config := genericapiserver.NewConfig(legacyscheme.Codecs)
 	config.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
-	initializers, err := (&controlplaneadmission.Config{
-		LoopbackClientConfig: nowhere,
-		ExternalInformers:    factory,
-		APIResourceConfig:    controlplane.DefaultAPIResourceConfigSource(),
-	}).New(nil, nil, webhook.NewDefaultServiceResolver(), noop.NewTracerProvider())
+	initializers, err := controlplaneAdmissionConfig(nowhere, factory).New(nil, nil, webhook.NewDefaultServiceResolver(), noop.NewTracerProvider())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -704,7 +701,9 @@ func (d drainedInitializer) Initialize(plugin admission.Interface) {
 
 // checkRollback judges, with upstream's own options, plugin registry and loaders, whether
 // stock kube-apiserver would start with args less our plugin names: the flags that name
-// plugins, --runtime-config against stock's API groups, and the admission chain built from
+// plugins, --runtime-config against this binary's scheme (which registers the versions
+// stock's does, ours adding kinds only: TestStockRegistersServableVersions in package app),
+// and the admission chain built from
 // the admission config file (every entry of a plugin stock enables, decoded by that plugin).
 // It records stock's chains for the comparison.
 func checkRollback(r *PreflightReport, args []string, loopback string) {
@@ -731,26 +730,6 @@ func checkRollback(r *PreflightReport, args []string, loopback string) {
 			r.RollbackBlockers = append(r.RollbackBlockers, fmt.Sprintf("admission: %v", err))
 		}
 	}
-}
-
-// runtimeConfigNamesOurVersions returns the versions that a --runtime-config serves as
-// ours (group/version, or group/version/resource), as earlier releases had it.
-func runtimeConfigNamesOurVersions(runtimeConfig cliflag.ConfigurationMap) []schema.GroupVersion {
-	var named []schema.GroupVersion
-	for key, value := range runtimeConfig {
-		if value == "false" {
-			continue
-		}
-		parts := strings.SplitN(key, "/", 3)
-		if len(parts) < 2 {
-			continue
-		}
-		if gv := (schema.GroupVersion{Group: parts[0], Version: parts[1]}); portcullisconfig.LegacyRuntimeConfigVersion(gv) && !slices.Contains(named, gv) {
-			named = append(named, gv)
-		}
-	}
-	slices.SortFunc(named, func(a, b schema.GroupVersion) int { return strings.Compare(a.String(), b.String()) })
-	return named
 }
 
 // checkRepeatedFlags reports each single-valued flag given more than once with different

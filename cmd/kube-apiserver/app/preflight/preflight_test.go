@@ -431,7 +431,7 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 	const admissionHeader = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
 	portcullisEntry := write("portcullis.yaml", admissionHeader+"- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n"+
 		"    servedAPIs: [policy/v1beta1]\n    enforcementModes:\n    - name: SecurityContextDeny\n      modes: [Audit]\n")
-	legacyWebhookEntry := write("legacy-webhook.yaml", admissionHeader+"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n")
+	legacyWebhookEntry := write("legacy-webhook.yaml", legacyWebhookEntryYAML(write("webhooks.kubeconfig", kubeconfig("https://webhooks.example.com", node.files.CA.CertFile))))
 	tests := []struct {
 		name                     string
 		extra                    []string
@@ -456,6 +456,10 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 			extra:        []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"},
 			wantWarnings: []string{"list policy/v1beta1 in the admission config file's Portcullis entry, servedAPIs"},
 		},
+		// Forms the server does not serve PodSecurityPolicy with, so warns of nothing.
+		{name: "runtime-config turning policy/v1beta1 off", extra: []string{"--runtime-config=policy/v1beta1=false"}},
+		{name: "runtime-config turning policy/v1beta1 off, as 0", extra: []string{"--runtime-config=policy/v1beta1=0"}},
+		{name: "runtime-config naming an upstream resource of policy/v1beta1", extra: []string{"--runtime-config=policy/v1beta1/poddisruptionbudgets=true"}},
 		{
 			name:  "our dispatch kind in a webhook entry, as earlier releases had it",
 			extra: []string{"--admission-control-config-file=" + legacyWebhookEntry},
@@ -506,13 +510,22 @@ func TestPreflightRollbackVerdict(t *testing.T) {
 	}
 }
 
+// legacyWebhookEntryYAML is an admission config file with our dispatch kind in
+// ValidatingAdmissionWebhook's entry, as earlier releases had it, naming a webhook kubeconfig
+// (1.35's upstream requires one).
+func legacyWebhookEntryYAML(kubeconfig string) string {
+	return "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n" +
+		"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n" +
+		"    kubeConfigFile: " + kubeconfig + "\n    circuitBreaker: {}\n"
+}
+
 // TestPreflightExitCodes runs the preflight command: 0 when the swap is safe and a rollback
 // would work, 1 when the swap is not safe, 3 when only the rollback is blocked.
 func TestPreflightExitCodes(t *testing.T) {
 	node := newPreflightNode(t)
 	// Our dispatch kind in upstream's webhook entry, as earlier releases had it: stock refuses it.
-	legacyWebhookEntry := writeFile(t, node.dir, "legacy-webhook.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"+
-		"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n")
+	legacyWebhookEntry := writeFile(t, node.dir, "legacy-webhook.yaml", legacyWebhookEntryYAML(
+		writeFile(t, node.dir, "webhooks.kubeconfig", kubeconfig("https://webhooks.example.com", node.files.CA.CertFile))))
 	for _, tc := range []struct {
 		name    string
 		extra   []string

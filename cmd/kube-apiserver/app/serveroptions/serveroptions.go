@@ -13,6 +13,8 @@ import (
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install" // upstream's first, see init
+	_ "k8s.io/kubernetes/pkg/apis/policy/install"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	admissionregistrationinstall "github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/install"
@@ -21,9 +23,10 @@ import (
 
 func init() {
 	// The server's scheme knows our kinds from process start, as it knows upstream's groups
-	// (k8s.io/kubernetes/pkg/apis/*/install do the same): so that --runtime-config may name
-	// policy/v1beta1 and the storage can encode them. Knowing a version serves nothing; the
-	// command's serveNativeAPIs decides what is served.
+	// (k8s.io/kubernetes/pkg/apis/*/install do the same), so that the storage can encode and
+	// decode them. Knowing a kind serves nothing; the command's serveNativeAPIs decides what
+	// is served. Upstream's installs of the same groups run first (imported below, so their
+	// init functions come before this one): ours add kinds to versions upstream registers.
 	policyinstall.Install(legacyscheme.Scheme)
 	admissionregistrationinstall.Install(legacyscheme.Scheme)
 }

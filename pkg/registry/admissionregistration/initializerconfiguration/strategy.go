@@ -15,16 +15,20 @@ import (
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/validation"
+	"github.com/portcullis-k8s/portcullis/pkg/registry/updatestrategy"
 )
 
 // strategy implements create, update and delete for InitializerConfiguration.
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// As in 1.13: an update of a missing configuration is an error, and an update
+	// names the resourceVersion it read.
+	updatestrategy.NameResourceVersion
 }
 
 // Strategy is the default strategy of InitializerConfiguration objects.
-var Strategy = strategy{legacyscheme.Scheme, names.SimpleNameGenerator}
+var Strategy = strategy{ObjectTyper: legacyscheme.Scheme, NameGenerator: names.SimpleNameGenerator}
 
 var (
 	_ rest.RESTCreateStrategy = Strategy
@@ -51,12 +55,6 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 
 // Canonicalize leaves the object as written.
 func (strategy) Canonicalize(runtime.Object) {}
-
-// AllowCreateOnUpdate is false: an update of a missing configuration is an error, as in 1.13.
-func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate is false, as in 1.13: an update names the resourceVersion it read.
-func (strategy) AllowUnconditionalUpdate(context.Context) bool { return false }
 
 // Validate validates a new configuration.
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {

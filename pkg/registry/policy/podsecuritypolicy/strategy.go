@@ -14,16 +14,20 @@ import (
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy/validation"
+	"github.com/portcullis-k8s/portcullis/pkg/registry/updatestrategy"
 )
 
 // strategy implements create, update and delete for PodSecurityPolicy.
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// An update of a missing policy is an error, as in 1.24; a PUT without a
+	// resourceVersion replaces the policy.
+	updatestrategy.Replace
 }
 
 // Strategy is the default strategy of PodSecurityPolicy objects.
-var Strategy = strategy{legacyscheme.Scheme, names.SimpleNameGenerator}
+var Strategy = strategy{ObjectTyper: legacyscheme.Scheme, NameGenerator: names.SimpleNameGenerator}
 
 var (
 	_ rest.RESTCreateStrategy = Strategy
@@ -42,12 +46,6 @@ func (strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object
 
 // Canonicalize leaves the object as written.
 func (strategy) Canonicalize(runtime.Object) {}
-
-// AllowCreateOnUpdate is false: an update of a missing policy is an error, as in 1.24.
-func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate is true: a PUT without a resourceVersion replaces the policy.
-func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // Validate validates a new policy.
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/registry/updatestrategy"
 )
 
 func validPolicy() *policy.PodSecurityPolicy {
@@ -29,10 +30,10 @@ func TestStrategyScopeAndUpdateRules(t *testing.T) {
 	if Strategy.NamespaceScoped() {
 		t.Error("PodSecurityPolicy is namespaced, want cluster-scoped")
 	}
-	if Strategy.AllowCreateOnUpdate(ctx) {
+	if updatestrategy.CreateOnUpdate(ctx, Strategy) {
 		t.Error("an update of a missing policy creates it; 1.24 refused")
 	}
-	if !Strategy.AllowUnconditionalUpdate(ctx) {
+	if !updatestrategy.UnconditionalUpdate(ctx, Strategy) {
 		t.Error("an update without resourceVersion is refused; 1.24 allowed it")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 	"k8s.io/apiserver/pkg/warning"
@@ -27,6 +28,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 // newPreset returns a PodPreset in namespace "ns" selecting role=frontend.
@@ -588,17 +590,32 @@ func TestEnsureCRD(t *testing.T) {
 		t.Errorf("an up-to-date CRD was written again: %v", got)
 	}
 
-	// Another release's CRD: replaced only when its schema version is older than ours.
+	// Another release's CRD: replaced only when it is older than ours: of an older
+	// Kubernetes minor, or of ours with an older schema version.
+	ourMinor := version.MustParseGeneric(kubecompat.Minor)
+	olderMinor := fmt.Sprintf("%d.%d", ourMinor.Major(), ourMinor.Minor()-1)
+	newerMinor := fmt.Sprintf("%d.%d", ourMinor.Major(), ourMinor.Minor()+1)
+	// Written by an earlier release, without a version: a 1.37 server's, schema version 0.
+	var earlierRelease []string
+	if !version.MustParseGeneric("1.37").GreaterThan(ourMinor) {
+		earlierRelease = []string{"update"}
+	}
 	for _, tc := range []struct {
-		name    string
-		version *string
-		want    []string
+		name           string
+		version, minor *string
+		want           []string
 	}{
-		{"an earlier release's, without a version", nil, []string{"update"}},
-		{"an older version", ptr(strconv.Itoa(SchemaVersion - 1)), []string{"update"}},
-		{"a version that is not a number", ptr("one"), []string{"update"}},
-		{"the same version, another hash", ptr(strconv.Itoa(SchemaVersion)), nil},
-		{"a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), nil},
+		{"an earlier release's, without a version", nil, nil, earlierRelease},
+		{"an older version", ptr(strconv.Itoa(SchemaVersion - 1)), ptr(kubecompat.Minor), []string{"update"}},
+		{"a version that is not a number", ptr("one"), ptr(kubecompat.Minor), []string{"update"}},
+		{"the same version, another hash", ptr(strconv.Itoa(SchemaVersion)), ptr(kubecompat.Minor), nil},
+		{"a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), ptr(kubecompat.Minor), nil},
+		{"an older minor's, a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), ptr(olderMinor), []string{"update"}},
+		{"a newer minor's, an older version", ptr(strconv.Itoa(SchemaVersion - 1)), ptr(newerMinor), nil},
+		{"a minor that is not a version", ptr(strconv.Itoa(SchemaVersion)), ptr("next"), []string{"update"}},
+		// Without the minor annotation: written by a 1.37 server, as new as any of this
+		// schema version.
+		{"the same version, without a minor (1.37's)", ptr(strconv.Itoa(SchemaVersion)), nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stale, err := client.Resource(crdResource).Get(ctx, CRDName, metav1.GetOptions{})
@@ -608,6 +625,9 @@ func TestEnsureCRD(t *testing.T) {
 			annotations := map[string]string{SchemaHashAnnotation: "another"}
 			if tc.version != nil {
 				annotations[SchemaVersionAnnotation] = *tc.version
+			}
+			if tc.minor != nil {
+				annotations[SchemaKubernetesMinorAnnotation] = *tc.minor
 			}
 			stale.SetAnnotations(annotations)
 			if _, err := client.Resource(crdResource).Update(ctx, stale, metav1.UpdateOptions{}); err != nil {
@@ -629,17 +649,23 @@ func TestEnsureCRD(t *testing.T) {
 // TestSchemaVersionPinsTheSchema: the schema version must be raised with every change of
 // the CRD, or a release with the change would never replace an older release's CRD (same
 // version), and two releases with different CRDs of one version would both leave it alone.
-// After raising SchemaVersion, add its hash here.
+// The schema holds the minor's pod types, so each minor pins its own hashes. After raising
+// SchemaVersion, add its hash for every minor here.
 func TestSchemaVersionPinsTheSchema(t *testing.T) {
-	hashes := map[int]string{
-		1: "fd1f2a22b3183322",
+	hashes := map[string]map[int]string{
+		"1.35": {1: "6753157804a06a36"},
+		"1.36": {1: "55b0526824b5ea48"},
+		"1.37": {1: "fd1f2a22b3183322"},
 	}
 	crd, err := CRD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := crd.Annotations[SchemaHashAnnotation]; got != hashes[SchemaVersion] {
-		t.Errorf("the CRD's schema hash is %s, but schema version %d pins %q: raise SchemaVersion and pin the new hash", got, SchemaVersion, hashes[SchemaVersion])
+	if got, want := crd.Annotations[SchemaHashAnnotation], hashes[kubecompat.Minor][SchemaVersion]; got != want {
+		t.Errorf("the CRD's schema hash on Kubernetes %s is %s, but schema version %d pins %q: raise SchemaVersion and pin the new hash", kubecompat.Minor, got, SchemaVersion, want)
+	}
+	if got := crd.Annotations[SchemaKubernetesMinorAnnotation]; got != kubecompat.Minor {
+		t.Errorf("the CRD's minor annotation is %q, want %s", got, kubecompat.Minor)
 	}
 	if got := crd.Annotations[SchemaVersionAnnotation]; got != strconv.Itoa(SchemaVersion) {
 		t.Errorf("the CRD's schema version annotation is %q, want %d", got, SchemaVersion)

@@ -19,6 +19,7 @@ import (
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 const (
@@ -32,6 +33,11 @@ const (
 	// two releases side by side (a rolling upgrade, an HA pair mid-swap) do not rewrite it in
 	// turn. A CRD written before the annotation existed counts as version 0.
 	SchemaVersionAnnotation = "settings.portcullis.io/schema-version"
+	// SchemaKubernetesMinorAnnotation records the Kubernetes minor of the server that wrote
+	// the CRD: the schema holds that minor's pod types (env, volumes, mounts), so a server of
+	// a newer minor replaces it, and one of an older minor leaves it, whatever the schema
+	// version. A CRD written before the annotation existed was written by a 1.37 server.
+	SchemaKubernetesMinorAnnotation = "settings.portcullis.io/schema-kubernetes-minor"
 
 	// SchemaVersion is this release's PodPreset CRD schema version. Raise it with every
 	// change to what CRD() returns; TestSchemaVersionPinsTheSchema fails until it is raised.
@@ -92,6 +98,7 @@ func CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	sum := sha256.Sum256(spec)
 	crd.Annotations[SchemaHashAnnotation] = hex.EncodeToString(sum[:8])
 	crd.Annotations[SchemaVersionAnnotation] = strconv.Itoa(SchemaVersion)
+	crd.Annotations[SchemaKubernetesMinorAnnotation] = kubecompat.Minor
 	return crd, nil
 }
 

@@ -12,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
+
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
@@ -106,11 +109,13 @@ func ensureCRD(ctx context.Context, client dynamic.Interface, logger klog.Logger
 	if annotations[SchemaHashAnnotation] == desired.Annotations[SchemaHashAnnotation] {
 		return existing, nil
 	}
-	// Written by another release: ours replaces it only when ours is newer, so that releases
-	// side by side never rewrite it in turn.
-	if installed := installedSchemaVersion(annotations); installed >= SchemaVersion {
+	// Written by another release: ours replaces it only when ours is newer (a newer
+	// Kubernetes minor, or the same minor and a newer schema version), so that releases side
+	// by side never rewrite it in turn.
+	if installed := installedSchema(annotations); !installed.olderThan(ourSchema()) {
 		logger.V(2).Info("The PodPreset CRD was written by another release with a schema as new or newer; leaving it",
-			"crd", CRDName, "installedSchemaVersion", installed, "schemaVersion", SchemaVersion)
+			"crd", CRDName, "installedKubernetesMinor", installed.minor, "installedSchemaVersion", installed.version,
+			"kubernetesMinor", kubecompat.Minor, "schemaVersion", SchemaVersion)
 		return existing, nil
 	}
 	// Our schema is newer: replace spec, labels and annotations, keep everything else.
@@ -131,6 +136,38 @@ func ensureCRD(ctx context.Context, client dynamic.Interface, logger klog.Logger
 // installedSchemaVersion is the schema version the installed CRD's annotation records: 0
 // when absent (earlier releases), and -1 when it is not a number, so that any release
 // replaces it.
+// schemaRelease orders the CRDs releases write: by Kubernetes minor, then schema version.
+type schemaRelease struct {
+	minor   *version.Version
+	version int
+}
+
+func (s schemaRelease) olderThan(other schemaRelease) bool {
+	if !s.minor.EqualTo(other.minor) {
+		return s.minor.LessThan(other.minor)
+	}
+	return s.version < other.version
+}
+
+func ourSchema() schemaRelease {
+	return schemaRelease{minor: version.MustParseGeneric(kubecompat.Minor), version: SchemaVersion}
+}
+
+// installedSchema is the release that wrote the CRD, from its annotations. Without the minor
+// annotation it was 1.37's (earlier releases served only 1.37); an unreadable minor counts
+// as older than every minor.
+func installedSchema(annotations map[string]string) schemaRelease {
+	minor := version.MustParseGeneric("1.37")
+	if value, ok := annotations[SchemaKubernetesMinorAnnotation]; ok {
+		if parsed, err := version.ParseGeneric(value); err == nil {
+			minor = parsed
+		} else {
+			minor = version.MustParseGeneric("0.0")
+		}
+	}
+	return schemaRelease{minor: minor, version: installedSchemaVersion(annotations)}
+}
+
 func installedSchemaVersion(annotations map[string]string) int {
 	value, ok := annotations[SchemaVersionAnnotation]
 	if !ok {

@@ -23,6 +23,7 @@ import (
 
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	psp "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy"
 	psputil "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy/util"
 )
@@ -693,7 +694,7 @@ func TestPolicyAuthorizationErrors124(t *testing.T) {
 			p := newPlugin124(t, allowed124{grants: tc.grants}, []*policy.PodSecurityPolicy{restrictive124("policy1"), restrictive124("policy2")})
 			pod := goodPod124()
 			pod.Namespace, pod.Spec.ServiceAccountName = "test", "sa"
-			pod.Spec.HostPID = true
+			kubecompat.SetPodHostNamespaces(&pod.Spec, kubecompat.HostNamespaces{PID: true})
 			attrs := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("version"), "test", "", api.Resource("pods").WithVersion("version"),
 				"", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "user"})
 			allowed, _, errs, err := p.computeSecurityContext(context.Background(), attrs, pod, true, "")
@@ -758,12 +759,12 @@ func TestAdmitVolumes124(t *testing.T) {
 func TestAdmitHostNamespaces124(t *testing.T) {
 	namespaces := []struct {
 		name  string
-		inPod func(*api.PodSpec) *bool
+		inPod func(*kubecompat.HostNamespaces) *bool
 		inPSP func(*policy.PodSecurityPolicySpec) *bool
 	}{
-		{"hostnetwork", func(p *api.PodSpec) *bool { return &p.HostNetwork }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostNetwork }},
-		{"hostpid", func(p *api.PodSpec) *bool { return &p.HostPID }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostPID }},
-		{"hostipc", func(p *api.PodSpec) *bool { return &p.HostIPC }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostIPC }},
+		{"hostnetwork", func(h *kubecompat.HostNamespaces) *bool { return &h.Network }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostNetwork }},
+		{"hostpid", func(h *kubecompat.HostNamespaces) *bool { return &h.PID }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostPID }},
+		{"hostipc", func(h *kubecompat.HostNamespaces) *bool { return &h.IPC }, func(s *policy.PodSecurityPolicySpec) *bool { return &s.HostIPC }},
 	}
 	for _, ns := range namespaces {
 		without, with := restrictive124("no-"+ns.name), restrictive124(ns.name)
@@ -771,7 +772,9 @@ func TestAdmitHostNamespaces124(t *testing.T) {
 		requesting := func(request bool) func() *api.Pod {
 			return func() *api.Pod {
 				p := goodPod124()
-				*ns.inPod(&p.Spec) = request
+				h := kubecompat.PodHostNamespaces(&p.Spec)
+				*ns.inPod(&h) = request
+				kubecompat.SetPodHostNamespaces(&p.Spec, h)
 				return p
 			}
 		}
@@ -794,10 +797,11 @@ func TestAdmitHostNamespaces124(t *testing.T) {
 					if init {
 						pod.Spec.InitContainers, pod.Spec.Containers = pod.Spec.Containers, nil
 					}
-					want := *ns.inPod(&pod.Spec)
+					inPod := func() bool { h := kubecompat.PodHostNamespaces(&pod.Spec); return *ns.inPod(&h) }
+					want := inPod()
 					case124{op: admission.Create, policies: tc.policies, user: &user.DefaultInfo{}, pod: pod,
 						passAdmit: tc.pass, passValidate: tc.pass, canMutate: true, wantPolicy: tc.wantPolicy}.run(t)
-					if tc.pass && *ns.inPod(&pod.Spec) != want {
+					if tc.pass && inPod() != want {
 						t.Errorf("%s %t after admission, want %t", ns.name, !want, want)
 					}
 				})

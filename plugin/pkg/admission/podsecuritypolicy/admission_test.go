@@ -19,6 +19,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/portcullis-k8s/portcullis/pkg/apis/policy"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	psp "github.com/portcullis-k8s/portcullis/pkg/security/podsecuritypolicy"
 )
 
@@ -521,7 +522,7 @@ func TestServiceAccountTokenVolumeIsASecret(t *testing.T) {
 	tokenVolume := func(mutate func(*api.ProjectedVolumeSource)) func(*api.Pod) {
 		return func(p *api.Pod) {
 			src := &api.ProjectedVolumeSource{Sources: []api.VolumeProjection{
-				{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr(int64(3607))}},
+				{ServiceAccountToken: kubecompat.ServiceAccountTokenProjection("token", 3607)},
 				{ConfigMap: &api.ConfigMapProjection{LocalObjectReference: api.LocalObjectReference{Name: "kube-root-ca.crt"},
 					Items: []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 				{DownwardAPI: &api.DownwardAPIProjection{Items: []api.DownwardAPIVolumeFile{{Path: "namespace",

@@ -22,6 +22,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-base/version"
 	"sigs.k8s.io/yaml"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
@@ -201,6 +202,10 @@ func LoadConfiguration(pluginName string, validating bool, r io.Reader) (*Config
 		if p.value != "" && !filepath.IsAbs(p.value) {
 			errs = append(errs, field.Invalid(field.NewPath(p.path), p.value, "must be an absolute path"))
 		}
+	}
+	if cfg.StaticManifestsDir != "" && staticManifestsSince != "" {
+		errs = append(errs, field.Invalid(field.NewPath("staticManifestsDir"), cfg.StaticManifestsDir,
+			"static webhook manifests came with Kubernetes "+staticManifestsSince+"; this release is built on "+version.Get().GitVersion))
 	}
 	out, dispatchErrs := NewDispatch(&admissionv1alpha1.WebhookDispatchSettings{
 		CircuitBreaker: cfg.CircuitBreaker,

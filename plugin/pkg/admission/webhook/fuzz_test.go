@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	webhookconfig "k8s.io/apiserver/pkg/admission/plugin/webhook/config"
 	"sigs.k8s.io/yaml"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
@@ -84,12 +83,15 @@ func FuzzLoadConfiguration(f *testing.F) {
 		if ours.StaticManifestsDir != "" {
 			return
 		}
-		loaded, err := webhookconfig.LoadConfig(bytes.NewReader(upstream))
+		if ours.KubeConfigFile == "" && upstreamRequiresKubeConfigFile {
+			return
+		}
+		loaded, err := upstreamKubeConfigFile(upstream)
 		if err != nil {
 			t.Fatalf("accepted, but upstream's loader refuses what it is handed (%s): %v", upstream, err)
 		}
-		if loaded.KubeConfigFile != ours.KubeConfigFile {
-			t.Fatalf("kubeConfigFile %q reached upstream as %q", ours.KubeConfigFile, loaded.KubeConfigFile)
+		if loaded != ours.KubeConfigFile {
+			t.Fatalf("kubeConfigFile %q reached upstream as %q", ours.KubeConfigFile, loaded)
 		}
 	})
 }

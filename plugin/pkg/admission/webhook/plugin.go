@@ -1,12 +1,9 @@
 package webhook
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
-	"k8s.io/client-go/informers"
 	"k8s.io/utils/clock"
 )
 
@@ -26,10 +23,6 @@ type Settings struct {
 	// Shadows calls the softened webhooks off the request path (nil when no mode softens).
 	Shadows *Shadows
 }
-
-// SourceFactory builds the source of a plugin's webhook configurations (upstream's
-// configuration managers).
-type SourceFactory = func(informers.SharedInformerFactory, sets.Set[schema.GroupResource]) generic.Source
 
 // NewWebhook builds a webhook plugin's upstream part (matching, configuration, clients) with
 // a dispatcher of ours, for a configuration that asks for our dispatch (cfg.Ours()). step is

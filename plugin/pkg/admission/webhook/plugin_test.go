@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +13,12 @@ import (
 )
 
 func TestNewWebhookWiresTheConfiguration(t *testing.T) {
+	// A webhook kubeconfig: 1.35's upstream requires the entry to name one.
+	kubeconfig := filepath.Join(t.TempDir(), "webhooks.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ours := "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\n"
 	for _, tc := range []struct {
 		name    string
 		config  string
@@ -19,9 +27,9 @@ func TestNewWebhookWiresTheConfiguration(t *testing.T) {
 		budget  bool
 		early   bool
 	}{
-		{name: "ours, breaker", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\n", breaker: true},
-		{name: "ours, budget", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ntimeBudget: {}\n", budget: true},
-		{name: "ours, early exit", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n", early: true},
+		{name: "ours, breaker", config: ours + "circuitBreaker: {}\n", breaker: true},
+		{name: "ours, budget", config: ours + "timeBudget: {}\n", budget: true},
+		{name: "ours, early exit", config: ours + "earlyExit: true\n", early: true},
 		{name: "ours, upstream's error on the kubeconfig", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: /nonexistent/kubeconfig\nearlyExit: true\n", wantErr: []string{"/nonexistent/kubeconfig"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -136,10 +136,10 @@ func (p *Prober) probe(c ProbeCall, attr *admission.VersionedAttributes, output 
 // request's own may change (later webhooks, conversion) once the call returns.
 func probeAttributes(in *admission.VersionedAttributes) *admission.VersionedAttributes {
 	var obj, old runtime.Object
-	if o := in.VersionedObject.Object(); o != nil {
+	if o := VersionedObject(in); o != nil {
 		obj = o.DeepCopyObject()
 	}
-	if o := in.VersionedOldObject.Object(); o != nil {
+	if o := VersionedOldObject(in); o != nil {
 		old = o.DeepCopyObject()
 	}
 	var options runtime.Object
@@ -148,7 +148,7 @@ func probeAttributes(in *admission.VersionedAttributes) *admission.VersionedAttr
 	}
 	record := admission.NewAttributesRecord(obj, old, in.GetKind(), in.GetNamespace(), in.GetName(), in.GetResource(), in.GetSubresource(),
 		in.GetOperation(), options, true, in.GetUserInfo())
-	return &admission.VersionedAttributes{Attributes: record, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old), VersionedKind: in.VersionedKind}
+	return NewVersionedAttributes(record, obj, old, in.VersionedKind)
 }
 
 // sideEffectsAllowDryRun says whether a webhook may be sent a dry-run request.

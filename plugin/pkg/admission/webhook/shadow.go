@@ -515,12 +515,12 @@ func OwnAnnotations(name string, all map[string]string) map[string]string {
 
 // objectsJSON is the JSON of attr's object and old object (nil when there is none).
 func objectsJSON(attr *admission.VersionedAttributes, encoded *EncodedObjects) (obj, old []byte, err error) {
-	if o := attr.VersionedObject.Object(); o != nil {
+	if o := VersionedObject(attr); o != nil {
 		if obj, err = encoded.JSON(o); err != nil {
 			return nil, nil, err
 		}
 	}
-	if o := attr.VersionedOldObject.Object(); o != nil {
+	if o := VersionedOldObject(attr); o != nil {
 		if old, err = encoded.JSON(o); err != nil {
 			return nil, nil, err
 		}
@@ -534,11 +534,11 @@ func objectsJSON(attr *admission.VersionedAttributes, encoded *EncodedObjects) (
 func copyAttributes(in *admission.VersionedAttributes, objJSON, oldJSON []byte) (*admission.VersionedAttributes, *EncodedObjects) {
 	var obj, old runtime.Object
 	shadowEncoded := &EncodedObjects{}
-	if o := in.VersionedObject.Object(); o != nil {
+	if o := VersionedObject(in); o != nil {
 		obj = o.DeepCopyObject()
 		shadowEncoded.seed(obj, objJSON)
 	}
-	if o := in.VersionedOldObject.Object(); o != nil {
+	if o := VersionedOldObject(in); o != nil {
 		old = o.DeepCopyObject()
 		shadowEncoded.seed(old, oldJSON)
 	}
@@ -548,8 +548,7 @@ func copyAttributes(in *admission.VersionedAttributes, objJSON, oldJSON []byte) 
 	}
 	record := admission.NewAttributesRecord(obj, old, in.GetKind(), in.GetNamespace(), in.GetName(), in.GetResource(), in.GetSubresource(),
 		in.GetOperation(), options, in.IsDryRun(), in.GetUserInfo())
-	return &admission.VersionedAttributes{Attributes: record, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old),
-		VersionedKind: in.VersionedKind}, shadowEncoded
+	return NewVersionedAttributes(record, obj, old, in.VersionedKind), shadowEncoded
 }
 
 // RecordedAnnotations are the annotations a copy of the attributes (SubmitCopy's) holds,

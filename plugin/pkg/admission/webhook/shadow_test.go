@@ -37,7 +37,7 @@ func countedAttributes(copies *atomic.Int32) *admission.VersionedAttributes {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Counted"}
 	record := admission.NewAttributesRecord(obj, nil, gvk, "ns", "x", schema.GroupVersionResource{Version: "v1", Resource: "counteds"}, "",
 		admission.Create, &metav1.CreateOptions{}, false, nil)
-	return &admission.VersionedAttributes{Attributes: record, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(nil), VersionedKind: gvk}
+	return NewVersionedAttributes(record, obj, nil, gvk)
 }
 
 // testShadows is a pool of one worker and a queue of queue, with its metrics registered.
@@ -135,7 +135,7 @@ func TestShadowCopyBytesCountTheCopies(t *testing.T) {
 	var copies atomic.Int32
 	attr := countedAttributes(&copies)
 	encoded := &EncodedObjects{}
-	raw, err := encoded.JSON(attr.VersionedObject.Object())
+	raw, err := encoded.JSON(VersionedObject(attr))
 	if err != nil {
 		t.Fatal(err)
 	}

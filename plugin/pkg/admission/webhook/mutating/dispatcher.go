@@ -182,7 +182,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			r.Sub(ctx, attr, trace.Mutating, s)
 		}
 		if changed && d.settings.Prober != nil {
-			if output, err := encoded.JSON(versionedAttr.VersionedObject.Object()); err == nil {
+			if output, err := encoded.JSON(webhook.VersionedObject(versionedAttr)); err == nil {
 				d.settings.Prober.Offer(webhook.ProbeCall{ClientManager: d.cm, Invocation: invocation, Hook: hook, Attr: versionedAttr, Output: output})
 			}
 		}
@@ -236,8 +236,8 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	}
 
 	// Hand the webhooks' changes back to the request in its internal version.
-	if v.current != nil && v.current.VersionedObject.Object() != nil && v.current.Dirty {
-		return o.GetObjectConvertor().Convert(v.current.VersionedObject.Object(), v.current.Attributes.GetObject(), nil)
+	if v.current != nil && webhook.VersionedObject(v.current) != nil && v.current.Dirty {
+		return o.GetObjectConvertor().Convert(webhook.VersionedObject(v.current), v.current.Attributes.GetObject(), nil)
 	}
 	return nil
 }
@@ -358,7 +358,7 @@ func (d *dispatcher) apply(h *admissionregistrationv1.MutatingWebhook, result *w
 	if len(patch) == 0 {
 		return false, nil
 	}
-	current := attr.VersionedObject.Object()
+	current := webhook.VersionedObject(attr)
 	if current == nil {
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", h.Name))
 	}
@@ -389,8 +389,8 @@ func (d *dispatcher) apply(h *admissionregistrationv1.MutatingWebhook, result *w
 	span.AddEvent("Patch applied")
 	annotator.addPatchAnnotation(patch)
 	// A new object, defaulted before anything serializes it: the cache keys on identity.
-	attr.UpdateObject(patched)
-	o.GetObjectDefaulter().Default(attr.VersionedObject.Object())
+	webhook.UpdateVersionedObject(attr, patched)
+	o.GetObjectDefaulter().Default(webhook.VersionedObject(attr))
 	return changed, nil
 }
 

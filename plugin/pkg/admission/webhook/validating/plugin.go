@@ -14,7 +14,6 @@ import (
 	"k8s.io/apiserver/pkg/admission/configuration"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/manifest/source"
 	upstreamvalidating "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
@@ -66,7 +65,6 @@ type Plugin struct {
 var (
 	_ admission.ValidationInterface          = &Plugin{}
 	_ admission.InitializationValidator      = &Plugin{}
-	_ initializer.WantsManifestLoaders       = &Plugin{}
 	_ initializer.WantsExternalKubeClientSet = &Plugin{}
 )
 
@@ -93,21 +91,6 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 			return string(cfg.UID)
 		}
 		return ""
-	})
-}
-
-// SetManifestLoaders serves webhooks from static manifests, as upstream's plugin does.
-func (p *Plugin) SetManifestLoaders(loaders *initializer.ManifestLoaders) {
-	if loaders == nil || loaders.LoadValidatingWebhookManifests == nil {
-		return
-	}
-	load := source.ValidatingWebhookLoadFunc(loaders.LoadValidatingWebhookManifests)
-	p.Webhook.SetStaticSourceFactory(func(dir string) (generic.ReloadableSource, error) {
-		src := source.NewValidatingSource(dir, p.Webhook.GetAPIServerID(), load)
-		if err := src.LoadInitial(); err != nil {
-			return nil, err
-		}
-		return src, nil
 	})
 }
 

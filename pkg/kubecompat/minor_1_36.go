@@ -1,0 +1,6 @@
+//go:build kube1.36
+
+package kubecompat
+
+// Minor is the Kubernetes minor this build serves.
+const Minor = "1.36"

@@ -1,0 +1,357 @@
+// Package upgrade proves the upgrade path across Kubernetes minors with Portcullis: one etcd,
+// Portcullis of each supported minor in turn, oldest first, one minor at a time as
+// `kubeadm upgrade` goes, and at each step a rollback to that minor's stock.
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
+)
+
+const (
+	prefix    = "/upgrade"
+	namespace = "upgrade"
+	// ourPlugins are enabled at every step; stock's flags are the same less their names.
+	ourPlugins = "PodSecurityPolicy,PodPreset,Initializers"
+)
+
+var (
+	pspResource    = schema.GroupVersionResource{Group: "policy", Version: "v1beta1", Resource: "podsecuritypolicies"}
+	presetResource = schema.GroupVersionResource{Group: "settings.k8s.io", Version: "v1alpha1", Resource: "podpresets"}
+	initResource   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1alpha1", Resource: "initializerconfigurations"}
+	crdResource    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// ourObject is an object of ours created under the oldest minor, with the version its
+// resource is stored in at every minor.
+type ourObject struct {
+	resource   schema.GroupVersionResource
+	namespaced bool
+	manifest   string
+	storedAs   string
+}
+
+// client is the object's resource in dyn.
+func (o ourObject) client(dyn dynamic.Interface) dynamic.ResourceInterface {
+	if o.namespaced {
+		return dyn.Resource(o.resource).Namespace(namespace)
+	}
+	return dyn.Resource(o.resource)
+}
+
+// createdObject is an object of ours as the oldest minor's server created it.
+type createdObject struct {
+	ourObject
+	obj *unstructured.Unstructured
+}
+
+var ours = []ourObject{
+	{pspResource, false, `apiVersion: policy/v1beta1
+kind: PodSecurityPolicy
+metadata:
+  name: upgrade-restricted
+spec:
+  privileged: false
+  seLinux: {rule: RunAsAny}
+  runAsUser: {rule: RunAsAny}
+  supplementalGroups: {rule: RunAsAny}
+  fsGroup: {rule: RunAsAny}
+  volumes: ['*']
+`, "policy/v1beta1"},
+	{presetResource, true, `apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata:
+  name: upgrade-database
+spec:
+  selector:
+    matchLabels: {role: frontend}
+  env:
+  - {name: DB_PORT, value: "6379"}
+`, "settings.k8s.io/v1alpha1"},
+	// Its rule names a resource the test never creates: nothing waits for an initializer.
+	{initResource, false, `apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: InitializerConfiguration
+metadata:
+  name: upgrade-daemonsets
+initializers:
+- name: daemonsets.upgrade.example.com
+  rules:
+  - apiGroups: [apps]
+    apiVersions: [v1]
+    resources: [daemonsets]
+`, "admissionregistration.k8s.io/v1alpha1"},
+}
+
+// TestUpgradeAcrossMinors creates PodSecurityPolicies, PodPresets, InitializerConfigurations and
+// workloads under Portcullis of the oldest supported minor, then replaces the server by
+// Portcullis of each newer minor in turn, on the same etcd and PKI. After each step every
+// object is read back unchanged, the policy and the preset are enforced on new pods, each of
+// our resources is stored in the version the minor expects (and the PodPreset CRD carries the
+// minor's schema), and that minor's stock kube-apiserver starts on the same etcd (the
+// rollback).
+func TestUpgradeAcrossMinors(t *testing.T) {
+	root := framework.RepoRoot(t)
+	minors := supportedMinors(t, root)
+	if len(minors) < 2 {
+		t.Fatalf("releases/minors lists %v: no upgrade to prove", minors)
+	}
+	bins := make(map[string]framework.Binaries, len(minors))
+	for i, minor := range minors {
+		dir := filepath.Join(root, "_output", minor, "bin")
+		if i == len(minors)-1 {
+			dir = os.Getenv(framework.BinDirEnv)
+		}
+		t.Setenv(framework.BinDirEnv, dir)
+		bins[minor] = framework.FindBinaries(t)
+	}
+	newest := minors[len(minors)-1]
+	etcd := framework.StartEtcd(t, bins[newest].Etcd)
+	files := framework.WritePKI(t, t.TempDir())
+	flags := []string{"--etcd-prefix=" + prefix, "--enable-admission-plugins=NodeRestriction," + ourPlugins}
+	stockFlags := []string{"--etcd-prefix=" + prefix, "--enable-admission-plugins=NodeRestriction"}
+	ctx := context.Background()
+
+	var created []createdObject
+	var deployment *appsv1.Deployment
+	for i, minor := range minors {
+		t.Run("Portcullis "+minor, func(t *testing.T) {
+			server := framework.StartAPIServerWithPKI(t, bins[minor].APIServer, etcd, files, flags...)
+			if got := serverMinor(t, server); got != minor {
+				t.Fatalf("%s serves Kubernetes %s, want %s", bins[minor].APIServer, got, minor)
+			}
+			dyn := dynamic.NewForConfigOrDie(server.Config)
+			if i == 0 {
+				created, deployment = createObjects(t, server, dyn)
+			}
+			t.Run("every object as it was", func(t *testing.T) {
+				for _, c := range created {
+					want := c.obj
+					got, err := c.client(dyn).Get(ctx, want.GetName(), metav1.GetOptions{})
+					if err != nil {
+						t.Errorf("reading %s %s: %v", want.GetKind(), want.GetName(), err)
+						continue
+					}
+					if !sameContent(want, got) {
+						t.Errorf("%s %s changed:\nwas %v\nnow %v", want.GetKind(), want.GetName(), want.Object, got.Object)
+					}
+				}
+				got, err := server.Client.AppsV1().Deployments(namespace).Get(ctx, deployment.Name, metav1.GetOptions{})
+				if err != nil {
+					t.Errorf("reading the Deployment: %v", err)
+				} else if got.UID != deployment.UID || *got.Spec.Replicas != *deployment.Spec.Replicas {
+					t.Errorf("the Deployment changed: %+v", got)
+				}
+				if _, err := server.Client.CoreV1().Pods(namespace).Get(ctx, "frontend-"+minors[0], metav1.GetOptions{}); err != nil {
+					t.Errorf("the pod created under %s: %v", minors[0], err)
+				}
+			})
+			t.Run("the policy and the preset are enforced", func(t *testing.T) {
+				checkEnforced(t, server, minor)
+			})
+			t.Run("each resource of ours stored in its version", func(t *testing.T) {
+				// An update writes the object again, with this minor's encoding.
+				for _, c := range created {
+					obj := c.obj
+					current, err := c.client(dyn).Get(ctx, obj.GetName(), metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					labels := current.GetLabels()
+					if labels == nil {
+						labels = map[string]string{}
+					}
+					labels["upgraded-to"] = minor
+					current.SetLabels(labels)
+					if _, err := c.client(dyn).Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+						t.Errorf("updating %s %s: %v", obj.GetKind(), obj.GetName(), err)
+					}
+				}
+				for _, c := range created {
+					if got := storedAPIVersion(t, etcd, c.obj.GetName()); got != c.storedAs {
+						t.Errorf("%s %s is stored as %s, want %s", c.obj.GetKind(), c.obj.GetName(), got, c.storedAs)
+					}
+				}
+				crd, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := crd.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"]; got != minor {
+					t.Errorf("the PodPreset CRD holds the schema of Kubernetes %q, want %s's", got, minor)
+				}
+			})
+			server.Stop(t)
+
+			t.Run("rollback: stock "+minor+" starts on the same etcd", func(t *testing.T) {
+				stock := framework.StartAPIServerWithPKI(t, bins[minor].StockAPIServer, etcd, files, stockFlags...)
+				if got := serverMinor(t, stock); got != minor {
+					t.Errorf("stock serves Kubernetes %s, want %s", got, minor)
+				}
+				if _, err := stock.Client.AppsV1().Deployments(namespace).Get(ctx, deployment.Name, metav1.GetOptions{}); err != nil {
+					t.Errorf("stock cannot read the Deployment: %v", err)
+				}
+				stock.Stop(t)
+			})
+		})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func supportedMinors(t *testing.T, root string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "releases", "minors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+// serverMinor is the Kubernetes minor a server reports (major.minor of GET /version).
+func serverMinor(t *testing.T, s *framework.APIServer) string {
+	t.Helper()
+	v, err := s.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Major + "." + strings.TrimSuffix(v.Minor, "+")
+}
+
+func createObjects(t *testing.T, server *framework.APIServer, dyn dynamic.Interface) ([]createdObject, *appsv1.Deployment) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := server.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var created []createdObject
+	for _, o := range ours {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(o.manifest), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if o.namespaced {
+			obj.SetNamespace(namespace)
+		}
+		var out *unstructured.Unstructured
+		// The PodPreset's CRD is installed by the plugin as the server starts.
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			out, err = o.client(dyn).Create(ctx, obj, metav1.CreateOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		created = append(created, createdObject{ourObject: o, obj: out})
+	}
+	replicas := int32(2)
+	deployment, err := server.Client.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "frontend"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "frontend"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"role": "frontend"}}, Spec: podSpec(false)},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created, deployment
+}
+
+// sameContent compares what the user wrote: everything but metadata the server maintains
+// and the labels the test adds.
+func sameContent(want, got *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy()
+		for _, field := range []string{"resourceVersion", "managedFields", "generation", "labels"} {
+			unstructured.RemoveNestedField(c.Object, "metadata", field)
+		}
+		return c.Object
+	}
+	a, _ := json.Marshal(strip(want))
+	b, _ := json.Marshal(strip(got))
+	return string(a) == string(b)
+}
+
+func podSpec(privileged bool) corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "app", Image: "registry.k8s.io/pause:3.10",
+		SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+	}}}
+}
+
+// checkEnforced creates a pod the policy allows, which must carry the preset's variable and
+// the policy's annotation, and a privileged one, which the policy must refuse.
+func checkEnforced(t *testing.T, server *framework.APIServer, minor string) {
+	t.Helper()
+	ctx := context.Background()
+	pods := server.Client.CoreV1().Pods(namespace)
+	pod, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "frontend-" + minor, Labels: map[string]string{"role": "frontend"}},
+		Spec:       podSpec(false),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a pod the policy allows: %v", err)
+	}
+	if got := pod.Annotations["kubernetes.io/psp"]; got != "upgrade-restricted" {
+		t.Errorf("the pod was admitted under policy %q, want upgrade-restricted", got)
+	}
+	if !slices.ContainsFunc(pod.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "DB_PORT" && e.Value == "6379" }) {
+		t.Errorf("the preset was not applied: %v", pod.Spec.Containers[0].Env)
+	}
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged-" + minor}, Spec: podSpec(true)}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "Privileged containers are not allowed") {
+		t.Errorf("a privileged pod: want the policy's refusal, got %v", err)
+	}
+}
+
+// storedAPIVersion reads an object of ours straight from etcd (they are stored as JSON) and
+// returns the apiVersion it is stored in.
+func storedAPIVersion(t *testing.T, etcd *framework.Etcd, name string) string {
+	t.Helper()
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.ClientURL}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	resp, err := client.Get(context.Background(), prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if !strings.HasSuffix(string(kv.Key), "/"+name) {
+			continue
+		}
+		value, err := client.Get(context.Background(), string(kv.Key))
+		if err != nil || len(value.Kvs) != 1 {
+			t.Fatalf("reading %s: %v", kv.Key, err)
+		}
+		var meta metav1.TypeMeta
+		if err := json.Unmarshal(value.Kvs[0].Value, &meta); err != nil {
+			t.Fatalf("%s is not JSON: %v", kv.Key, err)
+		}
+		return meta.APIVersion
+	}
+	t.Fatalf("no key of %s under %s in etcd", name, prefix)
+	return ""
+}
