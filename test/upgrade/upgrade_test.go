@@ -114,11 +114,14 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 	if len(minors) < 2 {
 		t.Fatalf("releases/minors lists %v: no upgrade to prove", minors)
 	}
+	// The newest minor's binaries are where make puts the default build's (PORTCULLIS_BIN_DIR),
+	// the others' under _output/<minor>.
+	newestDir := os.Getenv(framework.BinDirEnv)
 	bins := make(map[string]framework.Binaries, len(minors))
 	for i, minor := range minors {
 		dir := filepath.Join(root, "_output", minor, "bin")
 		if i == len(minors)-1 {
-			dir = os.Getenv(framework.BinDirEnv)
+			dir = newestDir
 		}
 		t.Setenv(framework.BinDirEnv, dir)
 		bins[minor] = framework.FindBinaries(t)
@@ -160,8 +163,10 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 				} else if got.UID != deployment.UID || *got.Spec.Replicas != *deployment.Spec.Replicas {
 					t.Errorf("the Deployment changed: %+v", got)
 				}
-				if _, err := server.Client.CoreV1().Pods(namespace).Get(ctx, "frontend-"+minors[0], metav1.GetOptions{}); err != nil {
-					t.Errorf("the pod created under %s: %v", minors[0], err)
+				if i > 0 {
+					if _, err := server.Client.CoreV1().Pods(namespace).Get(ctx, "frontend-"+minors[0], metav1.GetOptions{}); err != nil {
+						t.Errorf("the pod created under %s: %v", minors[0], err)
+					}
 				}
 			})
 			t.Run("the policy and the preset are enforced", func(t *testing.T) {
@@ -190,12 +195,18 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 						t.Errorf("%s %s is stored as %s, want %s", c.obj.GetKind(), c.obj.GetName(), got, c.storedAs)
 					}
 				}
-				crd, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+				// The plugin writes the CRD as the server starts, in the background.
+				var holds string
+				err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+					crd, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+					if err != nil {
+						return false, err
+					}
+					holds = crd.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"]
+					return holds == minor, nil
+				})
 				if err != nil {
-					t.Fatal(err)
-				}
-				if got := crd.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"]; got != minor {
-					t.Errorf("the PodPreset CRD holds the schema of Kubernetes %q, want %s's", got, minor)
+					t.Errorf("the PodPreset CRD holds the schema of Kubernetes %q, want %s's: %v", holds, minor, err)
 				}
 			})
 			server.Stop(t)
@@ -240,6 +251,10 @@ func createObjects(t *testing.T, server *framework.APIServer, dyn dynamic.Interf
 	t.Helper()
 	ctx := context.Background()
 	if _, err := server.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller manager runs: the pods' service account is created here.
+	if _, err := server.Client.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var created []createdObject

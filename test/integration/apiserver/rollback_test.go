@@ -42,7 +42,7 @@ plugins:
   configuration:
     apiVersion: apiserver.config.k8s.io/v1
     kind: WebhookAdmissionConfiguration
-    kubeConfigFile: ""
+    kubeConfigFile: KUBECONFIG
 - name: Portcullis
   configuration:
     apiVersion: admission.portcullis.io/v1alpha1
@@ -77,9 +77,18 @@ plugins:
   configuration:
     apiVersion: admission.portcullis.io/v1alpha1
     kind: WebhookDispatchConfiguration
+    kubeConfigFile: KUBECONFIG
     circuitBreaker: {}
     earlyExit: true
 `
+
+// withWebhookKubeconfig is an admission configuration of this file with KUBECONFIG, the
+// webhook entries' kubeConfigFile (Kubernetes 1.35 requires one), replaced by an empty
+// kubeconfig's path.
+func withWebhookKubeconfig(t *testing.T, config string) string {
+	t.Helper()
+	return strings.ReplaceAll(config, "KUBECONFIG", writeTemp(t, "webhooks.kubeconfig", "apiVersion: v1\nkind: Config\n"))
+}
 
 // rollbackPolicy is a PodSecurityPolicy ours stores and stock cannot read.
 const rollbackPolicy = `apiVersion: policy/v1beta1
@@ -120,9 +129,9 @@ func TestRollback(t *testing.T) {
 			{"make run", controlplane.AdmissionConfig(true, ""), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
 			{"make run with a Prometheus", controlplane.AdmissionConfig(true, "http://127.0.0.1:9090"), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
 			{"the soak", controlplane.AdmissionConfig(false, ""), []string{"--enable-admission-plugins=" + strings.Join(ourPluginNames(), ",")}},
-			{"PodSecurityPolicy, API first (docs/plugins/podsecuritypolicy.md)", rollbackAdmissionConfig, []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy"}},
+			{"PodSecurityPolicy, API first (docs/plugins/podsecuritypolicy.md)", withWebhookKubeconfig(t, rollbackAdmissionConfig), []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy"}},
 			// Stock registers policy/v1beta1 and serves nothing there (asserted below).
-			{"PodSecurityPolicy served by --runtime-config, as earlier releases had it", rollbackAdmissionConfig, []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy", "--runtime-config=policy/v1beta1=true"}},
+			{"PodSecurityPolicy served by --runtime-config, as earlier releases had it", withWebhookKubeconfig(t, rollbackAdmissionConfig), []string{"--enable-admission-plugins=NodeRestriction,PodSecurityPolicy", "--runtime-config=policy/v1beta1=true"}},
 		}
 		for i, setup := range setups {
 			t.Run(setup.name, func(t *testing.T) {
@@ -141,7 +150,7 @@ func TestRollback(t *testing.T) {
 	})
 
 	t.Run("ours reads earlier releases' forms, warning of each", func(t *testing.T) {
-		config := writeTemp(t, "admission-config.yaml", earlierReleasesAdmissionConfig)
+		config := writeTemp(t, "admission-config.yaml", withWebhookKubeconfig(t, earlierReleasesAdmissionConfig))
 		ours := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/rollback-earlier", "--admission-control-config-file="+config,
 			"--enable-admission-plugins=SecurityContextDeny", "--runtime-config=policy/v1beta1=true")
 		if _, err := ours.Client.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); err != nil {
@@ -187,7 +196,7 @@ func testDataLeftBehind(t *testing.T, bins framework.Binaries, etcd *framework.E
 	ctx := context.Background()
 	const prefix = "/rollback-data"
 	files := framework.WritePKI(t, t.TempDir())
-	config := writeTemp(t, "admission-config.yaml", rollbackAdmissionConfig)
+	config := writeTemp(t, "admission-config.yaml", withWebhookKubeconfig(t, rollbackAdmissionConfig))
 	oursFlags := []string{"--etcd-prefix=" + prefix, "--admission-control-config-file=" + config, "--enable-admission-plugins=NodeRestriction,PodPreset"}
 	ours := framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...)
 
@@ -270,7 +279,7 @@ func testDataLeftBehind(t *testing.T, bins framework.Binaries, etcd *framework.E
 func testMixedPair(t *testing.T, bins framework.Binaries, etcd *framework.Etcd) {
 	ctx := context.Background()
 	files := framework.WritePKI(t, t.TempDir())
-	config := writeTemp(t, "admission-config.yaml", rollbackAdmissionConfig)
+	config := writeTemp(t, "admission-config.yaml", withWebhookKubeconfig(t, rollbackAdmissionConfig))
 	oursFlags := []string{"--etcd-prefix=/rollback-mixed", "--admission-control-config-file=" + config, "--enable-admission-plugins=NodeRestriction,PodPreset,SecurityContextDeny"}
 	ours := framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...)
 	stock := framework.StartAPIServerWithPKI(t, bins.StockAPIServer, etcd, files, withoutOurPluginNames(oursFlags)...)

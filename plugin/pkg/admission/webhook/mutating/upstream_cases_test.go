@@ -39,7 +39,7 @@ func TestUpstreamCases(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 
-	for _, mode := range webhooktest.Modes(webhook.MutatingPlugin) {
+	for _, mode := range webhooktest.Modes(t, webhook.MutatingPlugin) {
 		r := runner(mode)
 		t.Run(mode.Name, func(t *testing.T) {
 			t.Run("NewMutatingTestCases", func(t *testing.T) {

@@ -35,7 +35,7 @@ func TestUpstreamCases(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 
-	for _, mode := range webhooktest.Modes(webhook.ValidatingPlugin) {
+	for _, mode := range webhooktest.Modes(t, webhook.ValidatingPlugin) {
 		r := runner(mode)
 		t.Run(mode.Name, func(t *testing.T) {
 			// The tables whose cases each build a plugin and check one request.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,7 +57,8 @@ func (m Mode) Reader() io.Reader {
 // Modes are the configurations every upstream case runs under: none (upstream's plugin), and
 // every setting of our dispatch on, with thresholds the cases cannot trip (earlyExit only
 // for the validating plugin, the only one that takes it).
-func Modes(validating bool) []Mode {
+func Modes(t testing.TB, validating bool) []Mode {
+	t.Helper()
 	failureThreshold := int32(1000)
 	dispatch, errs := webhook.NewDispatch(&admissionv1alpha1.WebhookDispatchSettings{
 		CircuitBreaker: &admissionv1alpha1.WebhookCircuitBreaker{FailureThreshold: &failureThreshold},
@@ -65,7 +68,12 @@ func Modes(validating bool) []Mode {
 	if len(errs) > 0 {
 		panic(errs.ToAggregate())
 	}
-	const upstreamKind = "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: \"\"\n"
+	// Upstream's entry names a webhook kubeconfig (1.35's upstream requires one).
+	kubeconfig := filepath.Join(t.TempDir(), "webhooks.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upstreamKind := "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: " + kubeconfig + "\n"
 	return []Mode{
 		{Name: "no settings", Config: ""},
 		{Name: "upstream's kind", Config: upstreamKind},
