@@ -60,7 +60,20 @@ if [[ ${binaries_only} == false ]]; then
   env -u GOOS -u GOARCH GOFLAGS= "${GO}" -C build/licenses build -o "${licenses_tool}" github.com/google/go-licenses
   third_party="${sbom_tool_dir}/third-party-licenses"
   echo "writing ${dir}/third-party-licenses.tar"
-  if ! GOOS=linux GOARCH=amd64 "${licenses_tool}" save ./cmd/kube-apiserver --save_path "${third_party}" 2>"${sbom_tool_dir}/go-licenses.log" ||
+  # An older minor's pins are releases/1.N/go.mod, which go-licenses cannot be given (the go
+  # commands it starts outside the module refuse -modfile): it reads a copy of the tracked
+  # files with that go.mod in place, and the minor's build tag.
+  licenses_src=${PORTCULLIS_ROOT}
+  licenses_goflags=${GOFLAGS:-}
+  minor_dir=$(portcullis::minor_dir)
+  if [[ ${minor_dir} != . ]]; then
+    licenses_src=${sbom_tool_dir}/src
+    mkdir -p "${licenses_src}"
+    git ls-files -z | tar --null -T - -cf - | tar -xf - -C "${licenses_src}"
+    cp "${minor_dir}/go.mod" "${minor_dir}/go.sum" "${licenses_src}/"
+    licenses_goflags="-trimpath -tags=kube$(portcullis::kube_minor)"
+  fi
+  if ! (cd "${licenses_src}" && GOFLAGS=${licenses_goflags} GOOS=linux GOARCH=amd64 "${licenses_tool}" save ./cmd/kube-apiserver --save_path "${third_party}") 2>"${sbom_tool_dir}/go-licenses.log" ||
     [[ ! -d ${third_party} ]]; then
     cat "${sbom_tool_dir}/go-licenses.log" >&2
     echo "go-licenses save wrote no licence texts" >&2
