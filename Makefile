@@ -16,12 +16,15 @@ ifeq ($(filter $(KUBE_MINOR),$(KUBE_MINORS)),)
 $(error KUBE_MINOR=$(KUBE_MINOR) is not a supported minor (releases/minors: $(KUBE_MINORS)))
 endif
 export PORTCULLIS_KUBE_MINOR := $(KUBE_MINOR)
+# OUT_ROOT holds every minor's outputs: the default minor's in it, the others' in a
+# directory of their own beneath (OUT_DIR), so sub-makes of several minors never share one.
+OUT_ROOT ?= _output
 ifeq ($(KUBE_MINOR),$(DEFAULT_MINOR))
 GOMOD    := go.mod
-OUT_DIR  ?= _output
+OUT_DIR  := $(OUT_ROOT)
 else
 GOMOD    := releases/$(KUBE_MINOR)/go.mod
-OUT_DIR  ?= _output/$(KUBE_MINOR)
+OUT_DIR  := $(OUT_ROOT)/$(KUBE_MINOR)
 MINOR_GOFLAGS := -modfile=$(abspath $(GOMOD)) -tags=kube$(KUBE_MINOR)
 endif
 BIN_DIR  := $(abspath $(OUT_DIR)/bin)
@@ -40,7 +43,8 @@ export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 # One build configuration for everything - binaries, tests and the release - so a cold cache
 # compiles Kubernetes once: static (no cgo) and -trimpath, as release binaries must be.
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath $(MINOR_GOFLAGS))
+# A sub-make of another minor inherits its parent's GOFLAGS: the minor's own replace them.
+export GOFLAGS := $(strip $(filter-out -trimpath -modfile=% -tags=kube%,$(GOFLAGS)) -trimpath $(MINOR_GOFLAGS))
 # The repository's other modules (build/image, build/licenses) have go.mod files of their
 # own, whatever the minor.
 OTHER_MODULE_GOFLAGS := GOFLAGS=-trimpath

@@ -34,18 +34,18 @@ if [[ -z ${gomod} || ! -f ${gomod} ]]; then
   exit 1
 fi
 
-# An older minor's pins start from the newest minor's go.mod less its indirect requirements:
-# the same direct requirements and tools, and every other module at the version that
-# minor's Kubernetes asks for (tidy adds them back), never the newest minor's.
+# An older minor's pins start from the newest minor's go.mod (its tools and replaces) less
+# every requirement but Kubernetes itself: tidy adds back what our packages import, each
+# module at the version that minor's Kubernetes asks for, never the newest minor's.
 if [[ ${minor_dir} != . ]]; then
   cp go.mod "${modfile}"
   cp go.sum "${minor_dir}/go.sum"
   go mod edit -json go.mod | awk '
     /"Require": \[/ { inrequire = 1 }
     inrequire && /^\t\]/ { inrequire = 0 }
-    inrequire && /"Path":/ { gsub(/[",]/, "", $2); path = $2 }
-    inrequire && /"Indirect": true/ { print path }
+    inrequire && /"Path":/ { gsub(/[",]/, "", $2); print $2 }
   ' | while read -r module; do
+    [[ ${module} == k8s.io/kubernetes ]] && continue
     go mod edit "${modflags[@]}" -droprequire="${module}"
   done
 fi
@@ -67,6 +67,7 @@ go mod edit "${modflags[@]}" "${args[@]}"
 for module in api apimachinery apiserver client-go component-base; do
   go mod edit "${modflags[@]}" -require="k8s.io/${module}@${staging_version}"
 done
+go mod edit "${modflags[@]}" -require=github.com/portcullis-k8s/api@v0.0.0
 go mod edit "${modflags[@]}" -replace=github.com/portcullis-k8s/api=./staging/src/github.com/portcullis-k8s/api
 # tidy reads the files of every build tag: for an older minor, the newest minor's files import
 # packages its staging modules lack, which -e lets pass (building with the minor's tag,
@@ -78,13 +79,18 @@ else
 fi
 
 # Our staging API module builds on the newest minor's API types (an older minor's go.mod
-# replaces them with its own).
+# replaces them with its own). Its requirements reach every older minor's go.mod: those are
+# tidied again, their Kubernetes pins unchanged.
 if [[ ${minor_dir} == . ]]; then
   (
     cd staging/src/github.com/portcullis-k8s/api
     go mod edit -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
     go mod tidy
   )
+  for older in $(portcullis::minors); do
+    [[ ${older} == "${minor}" ]] && continue
+    go mod tidy -e -modfile="$(portcullis::minor_dir "${older}")/go.mod"
+  done
 fi
 
 # A new Kubernetes release is a new Portcullis release, the first on it; the deploy kit names

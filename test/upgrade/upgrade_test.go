@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
@@ -87,7 +89,7 @@ spec:
   env:
   - {name: DB_PORT, value: "6379"}
 `, "settings.k8s.io/v1alpha1"},
-	// Its rule names a resource the test never creates: nothing waits for an initializer.
+	// Its rule names DaemonSets, which only checkEnforced creates (no controller acts on them).
 	{initResource, false, `apiVersion: admissionregistration.k8s.io/v1alpha1
 kind: InitializerConfiguration
 metadata:
@@ -160,7 +162,7 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 				got, err := server.Client.AppsV1().Deployments(namespace).Get(ctx, deployment.Name, metav1.GetOptions{})
 				if err != nil {
 					t.Errorf("reading the Deployment: %v", err)
-				} else if got.UID != deployment.UID || *got.Spec.Replicas != *deployment.Spec.Replicas {
+				} else if got.UID != deployment.UID || !apiequality.Semantic.DeepEqual(got.Spec, deployment.Spec) {
 					t.Errorf("the Deployment changed: %+v", got)
 				}
 				if i > 0 {
@@ -316,7 +318,8 @@ func podSpec(privileged bool) corev1.PodSpec {
 }
 
 // checkEnforced creates a pod the policy allows, which must carry the preset's variable and
-// the policy's annotation, and a privileged one, which the policy must refuse.
+// the policy's annotation, a privileged one, which the policy must refuse, and a DaemonSet,
+// which must be recorded as pending the configured initializer.
 func checkEnforced(t *testing.T, server *framework.APIServer, minor string) {
 	t.Helper()
 	ctx := context.Background()
@@ -337,6 +340,20 @@ func checkEnforced(t *testing.T, server *framework.APIServer, minor string) {
 	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged-" + minor}, Spec: podSpec(true)}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "Privileged containers are not allowed") {
 		t.Errorf("a privileged pod: want the policy's refusal, got %v", err)
+	}
+	labels := map[string]string{"app": "agent-" + strings.ReplaceAll(minor, ".", "-")}
+	ds, err := server.Client.AppsV1().DaemonSets(namespace).Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: labels["app"]},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec(false)},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a DaemonSet: %v", err)
+	}
+	if got := ds.Annotations[initializers.PendingAnnotation]; got != "daemonsets.upgrade.example.com" {
+		t.Errorf("the DaemonSet is pending %q, want the InitializerConfiguration's daemonsets.upgrade.example.com", got)
 	}
 }
 
