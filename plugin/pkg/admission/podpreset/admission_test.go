@@ -595,6 +595,10 @@ func TestEnsureCRD(t *testing.T) {
 	ourMinor := version.MustParseGeneric(kubecompat.Minor)
 	olderMinor := fmt.Sprintf("%d.%d", ourMinor.Major(), ourMinor.Minor()-1)
 	newerMinor := fmt.Sprintf("%d.%d", ourMinor.Major(), ourMinor.Minor()+1)
+	ourCRD, err := CRD()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Written by an earlier release, without a version: a 1.37 server's, schema version 0.
 	var earlierRelease []string
 	if !version.MustParseGeneric("1.37").GreaterThan(ourMinor) {
@@ -603,19 +607,22 @@ func TestEnsureCRD(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		version, minor *string
+		sameHash       bool
 		want           []string
 	}{
-		{"an earlier release's, without a version", nil, nil, earlierRelease},
-		{"an older version", ptr(strconv.Itoa(SchemaVersion - 1)), ptr(kubecompat.Minor), []string{"update"}},
-		{"a version that is not a number", ptr("one"), ptr(kubecompat.Minor), []string{"update"}},
-		{"the same version, another hash", ptr(strconv.Itoa(SchemaVersion)), ptr(kubecompat.Minor), nil},
-		{"a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), ptr(kubecompat.Minor), nil},
-		{"an older minor's, a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), ptr(olderMinor), []string{"update"}},
-		{"a newer minor's, an older version", ptr(strconv.Itoa(SchemaVersion - 1)), ptr(newerMinor), nil},
-		{"a minor that is not a version", ptr(strconv.Itoa(SchemaVersion)), ptr("next"), []string{"update"}},
+		{"an earlier release's, without a version", nil, nil, false, earlierRelease},
+		{"an older version", ptr(strconv.Itoa(SchemaVersion - 1)), ptr(kubecompat.Minor), false, []string{"update"}},
+		{"a version that is not a number", ptr("one"), ptr(kubecompat.Minor), false, []string{"update"}},
+		{"the same version, another hash", ptr(strconv.Itoa(SchemaVersion)), ptr(kubecompat.Minor), false, nil},
+		{"a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), ptr(kubecompat.Minor), false, nil},
+		{"an older minor's, a newer version", ptr(strconv.Itoa(SchemaVersion + 1)), ptr(olderMinor), false, []string{"update"}},
+		{"a newer minor's, an older version", ptr(strconv.Itoa(SchemaVersion - 1)), ptr(newerMinor), false, nil},
+		{"a minor that is not a version", ptr(strconv.Itoa(SchemaVersion)), ptr("next"), false, []string{"update"}},
 		// Without the minor annotation: written by a 1.37 server, as new as any of this
 		// schema version.
-		{"the same version, without a minor (1.37's)", ptr(strconv.Itoa(SchemaVersion)), nil, nil},
+		{"the same version, without a minor (1.37's)", ptr(strconv.Itoa(SchemaVersion)), nil, false, nil},
+		{"our schema, written by an older minor", ptr(strconv.Itoa(SchemaVersion)), ptr(olderMinor), true, []string{"update"}},
+		{"our schema, written by a newer minor", ptr(strconv.Itoa(SchemaVersion)), ptr(newerMinor), true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stale, err := client.Resource(crdResource).Get(ctx, CRDName, metav1.GetOptions{})
@@ -623,6 +630,9 @@ func TestEnsureCRD(t *testing.T) {
 				t.Fatal(err)
 			}
 			annotations := map[string]string{SchemaHashAnnotation: "another"}
+			if tc.sameHash {
+				annotations[SchemaHashAnnotation] = ourCRD.Annotations[SchemaHashAnnotation]
+			}
 			if tc.version != nil {
 				annotations[SchemaVersionAnnotation] = *tc.version
 			}

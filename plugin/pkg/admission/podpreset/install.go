@@ -106,7 +106,10 @@ func ensureCRD(ctx context.Context, client dynamic.Interface, logger klog.Logger
 		return nil, err
 	}
 	annotations := existing.GetAnnotations()
-	if annotations[SchemaHashAnnotation] == desired.Annotations[SchemaHashAnnotation] {
+	// Up to date: the same schema, recorded as this minor's (two minors whose pod types
+	// agree write the same schema; the newer still records itself).
+	if annotations[SchemaHashAnnotation] == desired.Annotations[SchemaHashAnnotation] &&
+		!installedSchema(annotations).olderThan(ourSchema()) {
 		return existing, nil
 	}
 	// Written by another release: ours replaces it only when ours is newer (a newer
