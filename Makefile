@@ -102,6 +102,13 @@ release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into it
 verify-release: ## build the release twice into two directories; fail unless byte-identical with both platforms in the index
 	GO='$(GO)' build/verify-release.sh $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
 
+# The older minors' releases, each built twice for this machine's platform and compared, and
+# its image index checked (the newest minor's verify-release builds both platforms; an older
+# minor's second platform would cost a cold compile of its Kubernetes graph for arm64).
+.PHONY: verify-release-minors
+verify-release-minors: ## each older minor's release for linux/amd64, built twice and compared
+	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 verify-release; done
+
 # make test checks a release of this machine's platform only; verify-release (which CI runs
 # after make test) builds both platforms twice.
 TEST_RELEASE_DIR      := $(OUT_DIR)/test-release

@@ -71,16 +71,12 @@ func loadRelease(t *testing.T) release {
 	return r
 }
 
+// readVersion is the release version of the minor this test is built for.
 func readVersion(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(framework.RepoRoot(t), "VERSION")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading the release version: %v", err)
-	}
-	version := strings.TrimSpace(string(b))
+	version := framework.ReleaseVersion(t)
 	if version == "" {
-		t.Fatalf("%s is empty", path)
+		t.Fatal("the release version is empty")
 	}
 	return version
 }
