@@ -186,7 +186,7 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 					if labels == nil {
 						labels = map[string]string{}
 					}
-					labels["upgraded-to"] = minor
+					labels[upgradedLabel] = minor
 					current.SetLabels(labels)
 					if _, err := c.client(dyn).Update(ctx, current, metav1.UpdateOptions{}); err != nil {
 						t.Errorf("updating %s %s: %v", obj.GetKind(), obj.GetName(), err)
@@ -295,13 +295,20 @@ func createObjects(t *testing.T, server *framework.APIServer, dyn dynamic.Interf
 	return created, deployment
 }
 
+// upgradedLabel is the label each step's update sets on our objects.
+const upgradedLabel = "upgraded-to"
+
 // sameContent compares what the user wrote: everything but metadata the server maintains
-// and the labels the test adds.
+// and the label the test adds.
 func sameContent(want, got *unstructured.Unstructured) bool {
 	strip := func(u *unstructured.Unstructured) map[string]any {
 		c := u.DeepCopy()
-		for _, field := range []string{"resourceVersion", "managedFields", "generation", "labels"} {
+		for _, field := range []string{"resourceVersion", "managedFields", "generation"} {
 			unstructured.RemoveNestedField(c.Object, "metadata", field)
+		}
+		unstructured.RemoveNestedField(c.Object, "metadata", "labels", upgradedLabel)
+		if labels, found, _ := unstructured.NestedMap(c.Object, "metadata", "labels"); found && len(labels) == 0 {
+			unstructured.RemoveNestedField(c.Object, "metadata", "labels")
 		}
 		return c.Object
 	}

@@ -601,7 +601,7 @@ func TestEnsureCRD(t *testing.T) {
 	}
 	// Written by an earlier release, without a version: a 1.37 server's, schema version 0.
 	var earlierRelease []string
-	if !version.MustParseGeneric("1.37").GreaterThan(ourMinor) {
+	if !version.MustParseGeneric(unannotatedMinor).GreaterThan(ourMinor) {
 		earlierRelease = []string{"update"}
 	}
 	for _, tc := range []struct {

@@ -156,11 +156,14 @@ func ourSchema() schemaRelease {
 	return schemaRelease{minor: version.MustParseGeneric(kubecompat.Minor), version: SchemaVersion}
 }
 
+// unannotatedMinor is the minor of a CRD without SchemaKubernetesMinorAnnotation: the
+// releases before the annotation served only Kubernetes 1.37.
+const unannotatedMinor = "1.37"
+
 // installedSchema is the release that wrote the CRD, from its annotations. Without the minor
-// annotation it was 1.37's (earlier releases served only 1.37); an unreadable minor counts
-// as older than every minor.
+// annotation it was unannotatedMinor's; an unreadable minor counts as older than every minor.
 func installedSchema(annotations map[string]string) schemaRelease {
-	minor := version.MustParseGeneric("1.37")
+	minor := version.MustParseGeneric(unannotatedMinor)
 	if value, ok := annotations[SchemaKubernetesMinorAnnotation]; ok {
 		if parsed, err := version.ParseGeneric(value); err == nil {
 			minor = parsed
