@@ -115,12 +115,12 @@ TEST_RELEASE_DIR      := $(OUT_DIR)/test-release
 TEST_RELEASE_PLATFORM := linux/amd64
 
 .PHONY: test-release
-test-release: ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
+test-release: testrecord ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
 	hack/install-test-deps.sh
 	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
-	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS)
+	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -json $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS) $(call record,release)
 
 .PHONY: etcd
 etcd: ## build etcd at the version Kubernetes pins into _output/bin
@@ -168,6 +168,22 @@ build-test-binaries: build etcd stock kube-controller-manager local-up kubeadm k
 .PHONY: test
 test: test-unit test-fuzz test-integration test-release ## unit, fuzz, integration and release tests (what CI runs)
 
+# Every suite's go test writes -json through hack/testrecord, which prints what go test
+# prints without it and records each test's outcome under RECORD_DIR, one directory per
+# minor: docs/compatibility.md's table of what is tested on each minor is written from those
+# records (make compatibility) and held to them (make verify-compatibility, in .ci/run).
+# Each record names its run, the commit (+dirty with uncommitted changes): the page is
+# written only from records of one run.
+RECORD_DIR := $(abspath $(OUT_ROOT)/test-records/$(KUBE_MINOR))
+TESTRECORD := $(BIN_DIR)/testrecord
+RUN_ID     := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+record      = | $(TESTRECORD) -run '$(RUN_ID)' -o $(RECORD_DIR)/$(1).tsv
+
+.PHONY: testrecord
+testrecord:
+	@mkdir -p $(BIN_DIR) $(RECORD_DIR)
+	$(GO) build -o $(TESTRECORD) ./hack/testrecord
+
 # The unit tests run twice: as shipped (static, no cgo, compiled with the binary's PGO
 # profile, so they share its compiled packages), then under the race detector. -race
 # needs cgo, so a C compiler, and compiles every package it tests, and their dependencies, in
@@ -181,9 +197,9 @@ RACE_PACKAGES = $(filter-out $(addprefix $(MODULE)/,cmd/kube-apiserver cmd/kube-
 MODULE        = github.com/portcullis-k8s/portcullis
 
 .PHONY: test-unit
-test-unit: ## unit tests, then those of the concurrent packages under the race detector (needs a C compiler)
-	$(GO) test $(PGO_FLAG) $(UNIT_PACKAGES)
-	CGO_ENABLED=1 $(GO) test -race $(RACE_PACKAGES)
+test-unit: testrecord ## unit tests, then those of the concurrent packages under the race detector (needs a C compiler)
+	$(GO) test -json $(PGO_FLAG) $(UNIT_PACKAGES) $(call record,unit)
+	CGO_ENABLED=1 $(GO) test -json -race $(RACE_PACKAGES) $(call record,unit-race)
 
 # Each Go fuzz target (func FuzzXxx beside the unit tests) fuzzes for FUZZTIME; a crasher
 # fails the run and is written under the package's testdata/fuzz/, where it stays as a seed.
@@ -200,16 +216,17 @@ test-fuzz: ## Go fuzz targets of the packages without the API server's stack, ea
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' FUZZ_PACKAGES='$(UNIT_PACKAGES)' FUZZ_WITHOUT='$(FUZZ_SMOKE_WITHOUT)' hack/fuzz.sh
 
 .PHONY: test-integration
-test-integration: build-test-binaries ## integration tests: real etcd, real servers, a real Prometheus
+test-integration: build-test-binaries testrecord ## integration tests: real etcd, real servers, a real Prometheus
 	hack/install-test-deps.sh
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/...
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/... $(call record,integration)
 
 # The older supported minors (releases/minors but the default), each from its own pins and
 # build tag, into _output/<minor>: its unit tests (the race detector runs on the default
 # minor's, the same code) and the integration suite of the API server - our plugins through
 # a real server, chain parity and served APIs against that minor's stock, the rollback to
-# that minor's stock - then the upgrade across every minor, one etcd, each minor's binary in
-# turn (test/upgrade). .ci/run runs it after make test.
+# that minor's stock, the deploy kit rendered by that minor's kubeadm - then the upgrade across
+# every minor, one etcd, each minor's binary in turn (test/upgrade). .ci/run runs it after make
+# test.
 OLDER_MINORS      := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
 MINOR_INTEGRATION := ./test/integration/apiserver/
 
@@ -219,25 +236,37 @@ test-minors: ## every older supported minor: unit tests, the API server's integr
 	$(MAKE) --no-print-directory test-upgrade
 
 .PHONY: test-minor
-test-minor: build-minor-test-binaries
-	$(GO) test $(PGO_FLAG) $(UNIT_PACKAGES)
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION)
+test-minor: build-minor-test-binaries testrecord
+	$(GO) test -json $(PGO_FLAG) $(UNIT_PACKAGES) $(call record,unit)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
 
 # What the API server's integration suite runs, for one minor. etcd is the default minor's
 # (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API
 # modules are that Kubernetes's).
 .PHONY: build-minor-test-binaries
 build-minor-test-binaries: BUILD_PGO = $(PGO_FLAG)
-build-minor-test-binaries: build stock kube-controller-manager local-up
+build-minor-test-binaries: build stock kube-controller-manager local-up kubeadm
 	@mkdir -p $(BIN_DIR)
 	$(OTHER_MODULE_GOFLAGS) $(GO) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
 
 # The upgrade test runs each minor's binaries, built by its test-minor (the default minor's by
 # build-test-binaries): _output/<minor>/bin, _output/bin for the default.
 .PHONY: test-upgrade
-test-upgrade: build-test-binaries
+test-upgrade: build-test-binaries testrecord
 	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-minor-test-binaries; done
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/ $(call record,upgrade)
+
+# docs/compatibility.md's table of what is tested on each minor, from the records the last
+# runs of make test and make test-minors left (RECORD_DIR): a cell is what passed.
+COMPATIBILITY_FLAGS = -records $(OUT_ROOT)/test-records -minors releases/minors -doc docs/compatibility.md
+
+.PHONY: compatibility
+compatibility: ## rewrite docs/compatibility.md's table of what each minor's tests proved, from the last runs (make test, make test-minors)
+	$(GO) run ./hack/compatibility $(COMPATIBILITY_FLAGS)
+
+.PHONY: verify-compatibility
+verify-compatibility: ## fail unless docs/compatibility.md's table is what the last runs' records give (.ci/run, after make test-minors)
+	$(GO) run ./hack/compatibility -verify $(COMPATIBILITY_FLAGS)
 
 .PHONY: bench
 bench: build etcd stock ## ours vs stock kube-apiserver, a CEL policy and webhooks, side by side; rewrites docs/benchmarks.md

@@ -5,6 +5,8 @@
 #   DIR/kube-apiserver-<version>.oci.tar      OCI image layout: one image per platform, one index
 #   DIR/third-party-licenses.tar              the licence texts of the modules the binary links
 #                                             (go-licenses save), which the image carries too
+#   DIR/deploy/...                            the deploy kit (build/deploy's files), naming this
+#                                             release (its image tag, install path, Kubernetes)
 #   DIR/SHA256SUMS                            sha256sum -c format, over all of the above
 # With --binaries-only, just the binaries. Every byte follows from the commit and
 # SOURCE_DATE_EPOCH (the Makefile sets it to the last commit's time); `make verify-release`
@@ -36,7 +38,7 @@ ldflags=$(build/version.sh)
 mkdir -p "${dir}"
 dir=$(cd "${dir}" && pwd)
 # Outputs of an earlier build (another version, other platforms) must not linger beside these.
-rm -rf "${dir}/linux" "${dir}/SHA256SUMS" "${dir}"/kube-apiserver-*.oci.tar "${dir}/third-party-licenses.tar"
+rm -rf "${dir}/linux" "${dir}/SHA256SUMS" "${dir}"/kube-apiserver-*.oci.tar "${dir}/third-party-licenses.tar" "${dir}/deploy"
 
 artifacts=()
 image_args=()
@@ -110,6 +112,17 @@ for platform in "$@"; do
 done
 
 if [[ ${binaries_only} == false ]]; then
+  # The deploy kit, naming this release: build/deploy names the newest minor's (what
+  # hack/update-kube-version.sh renames it to), so an older minor's operator installs this
+  # release's copy as it is.
+  portcullis::release_renames "$(portcullis::version "$(portcullis::default_minor)")" "${version}"
+  while read -r file; do
+    to="deploy/${file#build/deploy/}"
+    mkdir -p "${dir}/$(dirname "${to}")"
+    sed "${release_renames[@]}" "${file}" >"${dir}/${to}"
+    artifacts+=("${to}")
+  done < <(portcullis::deploy_kit)
+
   image="kube-apiserver-${version}.oci.tar"
   GOFLAGS=-trimpath "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \
     -revision "$(git rev-parse HEAD)" -license "${PORTCULLIS_ROOT}/LICENSE" -notice "${PORTCULLIS_ROOT}/NOTICE" \

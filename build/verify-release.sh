@@ -75,14 +75,23 @@ fi
 echo "reproducible: two builds agree on every file:"
 cat "${work}/1/SHA256SUMS"
 
-# The index's platforms, checked by the release test package; -v output proves the test ran.
-log="${work}/index-test.log"
+# The index's platforms, what SHA256SUMS lists, and the deploy kit naming this release (an
+# older minor's release is tested nowhere else), checked by the release test package; -v
+# output proves each test ran.
+log="${work}/release-test.log"
 platforms=$(IFS=,; echo "$*")
-if ! PORTCULLIS_RELEASE_DIR="${work}/1" PORTCULLIS_RELEASE_PLATFORMS=${platforms} "${GO}" test -count=1 -v -run '^TestImageIndexPlatforms$' ./test/release/ >"${log}" 2>&1 ||
-  ! grep -q '^--- PASS: TestImageIndexPlatforms' "${log}"; then
+tests=(TestImageIndexPlatforms TestSHA256SUMSCoversTheRelease TestReleaseCarriesTheDeployKit)
+if ! PORTCULLIS_RELEASE_DIR="${work}/1" PORTCULLIS_RELEASE_PLATFORMS=${platforms} "${GO}" test -count=1 -v -run "^($(IFS='|'; echo "${tests[*]}"))\$" ./test/release/ >"${log}" 2>&1; then
   cat "${log}" >&2
-  echo "the image index check failed (${log})" >&2
+  echo "the release tests failed (${log})" >&2
   exit 1
 fi
-echo "the image index holds ${platforms//,/ and }"
+for test in "${tests[@]}"; do
+  if ! grep -q "^--- PASS: ${test} " "${log}"; then
+    cat "${log}" >&2
+    echo "${test} did not run (${log})" >&2
+    exit 1
+  fi
+done
+echo "the image index holds ${platforms//,/ and }; SHA256SUMS covers the release; the deploy kit names $(portcullis::version)"
 rm -rf "${work}"

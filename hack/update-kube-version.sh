@@ -94,16 +94,17 @@ if [[ ${minor_dir} == . ]]; then
 fi
 
 # A new Kubernetes release is a new Portcullis release, the first on it; the deploy kit names
-# the release (the patch's image tag, the systemd install path).
+# the newest minor's release (the patch's image tag, the systemd install path, the Kubernetes
+# release its comments describe).
 old_version=$(portcullis::version "${minor}")
 new_version="${kube_version}+portcullis.1"
 if [[ ${old_version} != "${new_version}" ]]; then
   echo "${new_version}" >"${minor_dir}/VERSION"
 fi
 if [[ ${minor_dir} == . && ${old_version} != "${new_version}" ]]; then
-  old_tag=${old_version//+/_} new_tag=${new_version//+/_}
-  sed -i -e "s/${old_version//./\\.}/${new_version}/g" -e "s/${old_tag//./\\.}/${new_tag}/g" \
-    build/deploy/static-pod/kube-apiserver.yaml build/deploy/systemd/kube-apiserver.env
+  portcullis::release_renames "${old_version}" "${new_version}"
+  mapfile -t kit < <(portcullis::deploy_kit)
+  sed -i "${release_renames[@]}" "${kit[@]}"
 fi
 
 echo "${modfile} now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}; ${minor_dir}/VERSION is ${new_version}."

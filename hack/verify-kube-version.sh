@@ -85,4 +85,18 @@ for minor in $(portcullis::minors); do
   fi
   echo "${modfile} pins agree: k8s.io/kubernetes ${kube_version}, $(wc -w <<<"${expected}") staging modules at ${want_version}."
 done
+
+# The deploy kit names the newest minor's release: every Kubernetes version in it is that
+# release's (v1.N.P) or its staging modules' (v0.N.P), which hack/update-kube-version.sh
+# renames and build/release.sh renames again for each release's copy.
+newest_kube=$(portcullis::version "$(portcullis::default_minor)")
+newest_kube=${newest_kube%%+*}
+while read -r file; do
+  while read -r found; do
+    if [[ ${found} != "${newest_kube}" && ${found} != "$(portcullis::staging_version "${newest_kube}")" ]]; then
+      echo "${file} names ${found}; the deploy kit names the newest minor's Kubernetes, ${newest_kube} (hack/update-kube-version.sh renames it)" >&2
+      status=1
+    fi
+  done < <(grep -oE 'v[01]\.[0-9]+\.[0-9]+' "${file}" || true)
+done < <(portcullis::deploy_kit)
 exit "${status}"

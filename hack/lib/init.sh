@@ -71,6 +71,34 @@ portcullis::staging_version() {
   echo "v0.${1#v1.}"
 }
 
+# portcullis::deploy_kit lists the deploy kit's files: build/deploy's tracked files but the Go
+# package that embeds the PodSecurityPolicy examples. They name the newest minor's release.
+portcullis::deploy_kit() {
+  (cd "${PORTCULLIS_ROOT}" && git ls-files -- build/deploy | grep -v '\.go$')
+}
+
+# portcullis::release_renames FROM TO sets the array release_renames to sed expressions that
+# rename release FROM (v1.N.P+portcullis.K) to release TO wherever a file names it: the
+# release, its image tag (kubeadm's: "+" becomes "_"), then its Kubernetes release and that
+# release's staging modules (v1.N.P, v0.N.P). hack/update-kube-version.sh renames the deploy
+# kit with them, and build/release.sh writes each release's copy.
+portcullis::release_renames() {
+  local from=$1 to=$2
+  local from_kube=${from%%+*} to_kube=${to%%+*}
+  release_renames=(
+    -e "s/$(portcullis::sed_literal "${from}")/${to}/g"
+    -e "s/$(portcullis::sed_literal "${from//+/_}")/${to//+/_}/g"
+    -e "s/$(portcullis::sed_literal "${from_kube}")/${to_kube}/g"
+    -e "s/$(portcullis::sed_literal "$(portcullis::staging_version "${from_kube}")")/$(portcullis::staging_version "${to_kube}")/g"
+  )
+}
+
+# portcullis::sed_literal S prints a version string as a basic regular expression matching it
+# (its dots escaped).
+portcullis::sed_literal() {
+  printf '%s' "${1//./\\.}"
+}
+
 # portcullis::api_packages lists the packages of the staging API module that carry
 # generated deepcopy code.
 portcullis::api_packages() {

@@ -17,6 +17,9 @@ func TestSHA256SUMSCoversTheRelease(t *testing.T) {
 	for _, p := range releasePlatforms() {
 		want = append(want, p+"/kube-apiserver", p+"/kube-apiserver.cdx.json")
 	}
+	for _, file := range deployKit(t) {
+		want = append(want, "deploy/"+file)
+	}
 	var got []string
 	for name := range r.sums {
 		got = append(got, name)

@@ -415,3 +415,83 @@ func notifyTypeFromSource(t *testing.T) string {
 	}
 	return fmt.Sprintf("simple (no SdNotify READY=1 in %s)", path)
 }
+
+// deployKit lists the deploy kit's files, relative to build/deploy: every tracked file there
+// but the Go package that embeds the PodSecurityPolicy examples.
+func deployKit(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "--", "build/deploy")
+	cmd.Dir = framework.RepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files build/deploy: %v", err)
+	}
+	var files []string
+	for _, path := range strings.Fields(string(out)) {
+		if !strings.HasSuffix(path, ".go") {
+			files = append(files, strings.TrimPrefix(path, "build/deploy/"))
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("build/deploy holds no tracked file")
+	}
+	return files
+}
+
+// TestReleaseCarriesTheDeployKit: the release holds the deploy kit under deploy/, naming
+// itself. build/deploy names the newest minor's release (its image tag, install path,
+// Kubernetes and staging versions); the release's copy is the same with this release's, so an
+// older minor's operator installs it as it is.
+func TestReleaseCarriesTheDeployKit(t *testing.T) {
+	r := loadRelease(t)
+	root := framework.RepoRoot(t)
+	newest, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kitVersion := strings.TrimSpace(string(newest))
+	kube := func(version string) string { return version[:strings.Index(version, "+")] }
+	staging := func(version string) string { return "v0" + strings.TrimPrefix(kube(version), "v1") }
+	// At each position the first listed match wins: the release before its Kubernetes version.
+	rename := strings.NewReplacer(kitVersion, r.version, kubeadmImageTag(kitVersion), r.tag,
+		kube(kitVersion), kube(r.version), staging(kitVersion), staging(r.version))
+	for _, file := range deployKit(t) {
+		shipped, err := os.ReadFile(filepath.Join(root, "build", "deploy", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(r.dir, "deploy", file))
+		if err != nil {
+			t.Errorf("the release lacks the deploy kit's %s: %v", file, err)
+			continue
+		}
+		if want := rename.Replace(string(shipped)); string(got) != want {
+			t.Errorf("%s/deploy/%s is not build/deploy/%s naming %s:\n%s", r.dir, file, file, r.version, got)
+		}
+	}
+	// An older minor's kit names nothing of the newest minor's.
+	newestMinor := regexp.MustCompile(`^v1\.([0-9]+)\.`).FindStringSubmatch(kitVersion)[1]
+	if !strings.HasPrefix(r.version, "v1."+newestMinor+".") {
+		leftover := regexp.MustCompile(`v[01]\.` + newestMinor + `\.[0-9]`)
+		for _, file := range deployKit(t) {
+			got, _ := os.ReadFile(filepath.Join(r.dir, "deploy", file))
+			if found := leftover.FindAllString(string(got), -1); len(found) > 0 {
+				t.Errorf("%s/deploy/%s, of %s, still names %q", r.dir, file, r.version, found)
+			}
+		}
+	}
+	patch, err := os.ReadFile(filepath.Join(r.dir, "deploy", "static-pod", "kube-apiserver.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(patch), "/kube-apiserver:"+r.tag+"\n") {
+		t.Errorf("the release's static pod patch does not run the image tagged %s:\n%s", r.tag, patch)
+	}
+	env, err := os.ReadFile(filepath.Join(r.dir, "deploy", "systemd", "kube-apiserver.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(env), "\nKUBE_APISERVER_BINARY=/usr/local/lib/portcullis/"+r.version+"/kube-apiserver\n") {
+		t.Errorf("the release's systemd settings do not start the binary installed for %s:\n%s", r.version, env)
+	}
+}

@@ -1,7 +1,7 @@
-// Package release tests what `make release` produces — the static binaries, SHA256SUMS and the
-// OCI image — and the deployment files under build/deploy. `make test-release` builds the
-// release first and points $PORTCULLIS_RELEASE_DIR at it; these tests never skip, and a
-// missing artifact or tool fails them with what to run.
+// Package release tests what `make release` produces — the static binaries, SHA256SUMS, the
+// OCI image and the deploy kit — and the deployment files under build/deploy. `make
+// test-release` builds the release first and points $PORTCULLIS_RELEASE_DIR at it; these tests
+// never skip, and a missing artifact or tool fails them with what to run.
 package release
 
 import (

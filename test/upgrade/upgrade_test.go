@@ -34,6 +34,8 @@ const (
 	namespace = "upgrade"
 	// ourPlugins are enabled at every step; stock's flags are the same less their names.
 	ourPlugins = "PodSecurityPolicy,PodPreset,Initializers"
+	// deployAdmissionConfig is the deploy kit's admission configuration file.
+	deployAdmissionConfig = "build/deploy/static-pod/admission-config.yaml"
 )
 
 var (
@@ -108,8 +110,8 @@ initializers:
 // Portcullis of each newer minor in turn, on the same etcd and PKI. After each step every
 // object is read back unchanged, the policy and the preset are enforced on new pods, each of
 // our resources is stored in the version the minor expects (and the PodPreset CRD carries the
-// minor's schema), and that minor's stock kube-apiserver starts on the same etcd (the
-// rollback).
+// minor's schema), and that minor's stock kube-apiserver starts on the same etcd and the same
+// admission configuration file (the rollback).
 func TestUpgradeAcrossMinors(t *testing.T) {
 	root := framework.RepoRoot(t)
 	minors := supportedMinors(t, root)
@@ -131,8 +133,11 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 	newest := minors[len(minors)-1]
 	etcd := framework.StartEtcd(t, bins[newest].Etcd)
 	files := framework.WritePKI(t, t.TempDir())
-	flags := []string{"--etcd-prefix=" + prefix, "--enable-admission-plugins=NodeRestriction," + ourPlugins}
-	stockFlags := []string{"--etcd-prefix=" + prefix, "--enable-admission-plugins=NodeRestriction"}
+	// Every server, ours and stock, reads the deploy kit's admission configuration, as on a
+	// node: the rollback is stock started on the files written for Portcullis.
+	admissionConfig := "--admission-control-config-file=" + filepath.Join(root, deployAdmissionConfig)
+	flags := []string{"--etcd-prefix=" + prefix, admissionConfig, "--enable-admission-plugins=NodeRestriction," + ourPlugins}
+	stockFlags := []string{"--etcd-prefix=" + prefix, admissionConfig, "--enable-admission-plugins=NodeRestriction"}
 	ctx := context.Background()
 
 	var created []createdObject

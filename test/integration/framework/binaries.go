@@ -26,6 +26,8 @@ type Binaries struct {
 	ControllerManager string
 	// LocalUp is `make run`'s program.
 	LocalUp string
+	// Kubeadm is kubeadm's CLI from the same module graph, stamped with its Kubernetes version.
+	Kubeadm string
 	// Dir holds them all.
 	Dir string
 }
@@ -44,11 +46,12 @@ func FindBinaries(t testing.TB) Binaries {
 		Etcd:              filepath.Join(dir, "etcd"),
 		ControllerManager: filepath.Join(dir, "kube-controller-manager"),
 		LocalUp:           filepath.Join(dir, "local-up"),
+		Kubeadm:           filepath.Join(dir, "kubeadm"),
 		Dir:               dir,
 	}
-	for _, path := range []string{b.APIServer, b.StockAPIServer, b.Etcd, b.ControllerManager, b.LocalUp} {
+	for _, path := range []string{b.APIServer, b.StockAPIServer, b.Etcd, b.ControllerManager, b.LocalUp, b.Kubeadm} {
 		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("%s is not built (%v): run `make test`, or `make build-test-binaries` and then go test", path, err)
+			t.Fatalf("%s is not built (%v): run `make test`, or `make build-test-binaries` and then go test (an older minor's: `make test-minor KUBE_MINOR=1.N`, or `make build-minor-test-binaries KUBE_MINOR=1.N`)", path, err)
 		}
 	}
 	return b

@@ -1,0 +1,58 @@
+package main
+
+// The record files a run writes (testrecord -o), per minor, under the records directory:
+// <records>/<minor>/<suite>.tsv.
+const (
+	suiteUnit        = "unit"        // make test-unit, make test-minor: UNIT_PACKAGES
+	suiteRace        = "unit-race"   // make test-unit: RACE_PACKAGES under -race
+	suiteIntegration = "integration" // make test-integration, make test-minor
+	suiteRelease     = "release"     // make test-release
+	suiteUpgrade     = "upgrade"     // make test-upgrade; recorded under the newest minor
+)
+
+const module = "github.com/portcullis-k8s/portcullis/"
+
+// capability is a row of docs/compatibility.md's table of what is tested on each minor: the
+// tests that prove it, in one suite's record.
+type capability struct {
+	name  string
+	suite string
+	pkg   string
+	// tests are the package's top-level tests that prove it; none: all of the package's.
+	tests []string
+	// packages counts the packages that passed rather than tests (the unit suites).
+	packages bool
+	// upgradeStep: the test is TestUpgradeAcrossMinors's step of the column's minor.
+	upgradeStep bool
+	// everyMinor: every minor's run proves it (make test-minor runs the unit suite and the API
+	// server's integration suite); otherwise the newest minor's only (make test).
+	everyMinor bool
+}
+
+// capabilities is the table, in the page's order. Every top-level test of the integration,
+// release and upgrade suites must be in a row (render refuses a record with one that is not).
+var capabilities = []capability{
+	{name: "unit tests of every package: plugins, dispatch, registry, preflight", suite: suiteUnit, packages: true, everyMinor: true},
+	{name: "the same under the race detector, the packages that run code concurrently", suite: suiteRace, packages: true},
+	{name: "drift guards: the chain against that minor's upstream order and defaults (`pkg/admission/testdata/<minor>/`)", suite: suiteUnit, pkg: "pkg/admission", everyMinor: true,
+		tests: []string{"TestUpstreamDrift", "TestUpstreamRelativeOrderIsKept", "TestDefaultsMatchStock", "TestEachPluginOfOursSitsAtItsAnchor", "TestEveryRegisteredPluginAppearsOnceInTheOrder"}},
+	{name: "every plugin of ours through a real server, and the deploy kit's day-one configuration", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestPodSecurityPolicy", "TestPodSecurityPolicyTrialBesidePodSecurity", "TestPodPreset", "TestInitializers", "TestInitialResources", "TestPersistentVolumeLabel", "TestDenyExec", "TestGuardrails", "TestDayOne"}},
+	{name: "the drop-in: admission chains, `--help`, `--version` and served APIs against that minor's stock", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestAdmission", "TestHelp", "TestVersion", "TestServedAPIs"}},
+	{name: "kubeadm: a node rendered by that minor's kubeadm CLI, preflighted and served; the deploy kit rendered by it and served", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestPreflightOnAKubeadmNode", "TestKubeadmRendersTheDeployKit"}},
+	{name: "the rollback: that minor's stock starts on every file the project ships and on the etcd ours wrote", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestRollback"}},
+	{name: "bad input: refused at start-up, naming the flag or field, before etcd; preflight's findings", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestBadInput", "TestBadAdmissionFlagsFailBeforeEtcd", "TestPreflightFindsProblems"}},
+	{name: "the build: the pinned Go toolchain and the PGO profile", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestBuiltWithGo127", "TestBuiltWithThePGOProfile"}},
+	{name: "webhook dispatch through real servers (`test/integration/webhook`)", suite: suiteIntegration, pkg: "test/integration/webhook"},
+	{name: "`make run` (`test/integration/localup`)", suite: suiteIntegration, pkg: "test/integration/localup"},
+	{name: "`make bench`'s and `make soak`'s harnesses, smoke-sized (`test/integration/bench`)", suite: suiteIntegration, pkg: "test/integration/bench"},
+	{name: "the docs' commands, run with kubeadm's and kubectl's CLIs (`test/integration/docs`)", suite: suiteIntegration, pkg: "test/integration/docs"},
+	{name: "the release: rebuilt byte-identical, image, SBOM, skopeo, systemd-analyze (`test/release`)", suite: suiteRelease, pkg: "test/release"},
+	{name: "the upgrade across minors on one etcd (`test/upgrade`): objects unchanged, enforced, stored versions, stock rollback", suite: suiteUpgrade, pkg: "test/upgrade",
+		tests: []string{"TestUpgradeAcrossMinors"}, upgradeStep: true, everyMinor: true},
+}
