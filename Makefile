@@ -172,11 +172,11 @@ test: test-unit test-fuzz test-integration test-release ## unit, fuzz, integrati
 # prints without it and records each test's outcome under RECORD_DIR, one directory per
 # minor: docs/compatibility.md's table of what is tested on each minor is written from those
 # records (make compatibility) and held to them (make verify-compatibility, in .ci/run).
-# Each record names its run, the commit (+dirty with uncommitted changes): the page is
-# written only from records of one run.
+# Each record names the sources its run saw (portcullis::run_id: the commit, and a digest of
+# any uncommitted change or untracked file): the page is written only from records of one.
 RECORD_DIR := $(abspath $(OUT_ROOT)/test-records/$(KUBE_MINOR))
 TESTRECORD := $(BIN_DIR)/testrecord
-RUN_ID     := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+RUN_ID     := $(shell bash -c 'source hack/lib/init.sh && portcullis::run_id')
 record      = | $(TESTRECORD) -run '$(RUN_ID)' -o $(RECORD_DIR)/$(1).tsv
 
 .PHONY: testrecord

@@ -15,16 +15,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 GO=${GO:-go}
 
-# tree_fingerprint identifies the sources a build sees: the commit, tracked changes and
-# untracked files. A change between two builds makes them differ for a reason that is not
-# reproducibility's, and is reported as such.
-tree_fingerprint() {
-  {
-    git rev-parse HEAD
-    git diff HEAD --binary
-    git ls-files --others --exclude-standard -z | xargs -0 -r sha256sum --
-  } 2>/dev/null | sha256sum
-}
+# tree_fingerprint: a change of the sources between two builds makes them differ for a reason
+# that is not reproducibility's, and is reported as such.
+tree_fingerprint() { portcullis::tree_fingerprint; }
 
 # explain_difference FINGERPRINT: says whether the sources changed since FINGERPRINT was taken.
 explain_difference() {

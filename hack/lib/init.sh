@@ -85,12 +85,39 @@ portcullis::deploy_kit() {
 portcullis::release_renames() {
   local from=$1 to=$2
   local from_kube=${from%%+*} to_kube=${to%%+*}
-  release_renames=(
-    -e "s/$(portcullis::sed_literal "${from}")/${to}/g"
-    -e "s/$(portcullis::sed_literal "${from//+/_}")/${to//+/_}/g"
-    -e "s/$(portcullis::sed_literal "${from_kube}")/${to_kube}/g"
-    -e "s/$(portcullis::sed_literal "$(portcullis::staging_version "${from_kube}")")/$(portcullis::staging_version "${to_kube}")/g"
-  )
+  release_renames=()
+  local pair
+  for pair in "${from} ${to}" "${from//+/_} ${to//+/_}" "${from_kube} ${to_kube}" \
+    "$(portcullis::staging_version "${from_kube}") $(portcullis::staging_version "${to_kube}")"; do
+    set -- ${pair}
+    # Only a whole version: never the start of a longer one (v1.37.2 in v1.37.20), so that one
+    # expression does not rename again what an earlier one wrote.
+    release_renames+=(-e "s/$(portcullis::sed_literal "$1")\([^0-9]\)/$2\1/g" -e "s/$(portcullis::sed_literal "$1")\$/$2/")
+  done
+}
+
+# portcullis::tree_fingerprint identifies the sources a build or a test run sees: the commit,
+# tracked changes and untracked files (a digest of them).
+portcullis::tree_fingerprint() {
+  {
+    git -C "${PORTCULLIS_ROOT}" rev-parse HEAD
+    git -C "${PORTCULLIS_ROOT}" diff HEAD --binary
+    (cd "${PORTCULLIS_ROOT}" && git ls-files --others --exclude-standard -z | xargs -0 -r sha256sum --)
+  } 2>/dev/null | sha256sum
+}
+
+# portcullis::run_id names the sources a test run sees: the commit, and with uncommitted changes
+# or untracked files, "+dirty." and the start of their fingerprint, so that two different
+# working trees never share an id.
+portcullis::run_id() {
+  local commit
+  commit=$(git -C "${PORTCULLIS_ROOT}" rev-parse HEAD 2>/dev/null)
+  if git -C "${PORTCULLIS_ROOT}" diff --quiet HEAD 2>/dev/null &&
+    [[ -z $(cd "${PORTCULLIS_ROOT}" && git ls-files --others --exclude-standard) ]]; then
+    echo "${commit}"
+  else
+    echo "${commit}+dirty.$(portcullis::tree_fingerprint | cut -c1-12)"
+  fi
 }
 
 # portcullis::sed_literal S prints a version string as a basic regular expression matching it

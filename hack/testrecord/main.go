@@ -13,6 +13,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -43,7 +44,10 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 			_, recordErr = fmt.Fprintf(f, "run\t%s\n", *runID)
 		}
 	}
-	failed, err := relay(in, out, record)
+	failed, writeErr, err := relay(in, out, record)
+	if recordErr == nil {
+		recordErr = writeErr
+	}
 	if f != nil {
 		if cerr := f.Close(); recordErr == nil {
 			recordErr = cerr
@@ -65,19 +69,21 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 }
 
 // relay reads the events of `go test -json` from in, prints the human output to out and the
-// outcomes to record. It reports whether anything failed.
-func relay(in io.Reader, out, record io.Writer) (failed bool, err error) {
+// outcomes to record, until in ends: a record that fails to be written is given up, and
+// reported (recordErr), never the run's output. It reports whether anything failed.
+func relay(in io.Reader, out, record io.Writer) (failed bool, recordErr, err error) {
 	r := newRelay(out, record)
-	scanner := bufio.NewScanner(in)
-	// A test's output line can be long (a dumped object); test2json splits longer ones.
-	scanner.Buffer(make([]byte, 64<<10), 4<<20)
-	for scanner.Scan() {
-		if err := r.event(scanner.Bytes()); err != nil {
-			return true, err
+	reader := bufio.NewReader(in)
+	for {
+		line, readErr := reader.ReadBytes('\n')
+		if len(line) > 0 {
+			r.event(bytes.TrimSuffix(line, []byte("\n")))
+		}
+		if readErr == io.EOF {
+			return r.failed, r.recordErr, r.err
+		}
+		if readErr != nil {
+			return true, r.recordErr, readErr
 		}
 	}
-	if err := scanner.Err(); err != nil {
-		return true, err
-	}
-	return r.failed, r.err
 }

@@ -26,7 +26,9 @@ type relayState struct {
 	// dropped when it passes, as go test does without -v.
 	pending map[string][]*testOutput
 	failed  bool
-	err     error
+	// recordErr is the record's first write error, after which the record is given up.
+	recordErr error
+	err       error
 }
 
 // testOutput is the output of a top-level test and its subtests.
@@ -71,11 +73,11 @@ func (r *relayState) flush(pkg, test string, print bool) {
 }
 
 // event handles one line of input; a line that is not JSON is printed as it is.
-func (r *relayState) event(line []byte) error {
+func (r *relayState) event(line []byte) {
 	var e event
 	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 		r.print(string(line) + "\n")
-		return nil
+		return
 	}
 	top, _, _ := strings.Cut(e.Test, "/")
 	switch e.Action {
@@ -94,7 +96,7 @@ func (r *relayState) event(line []byte) error {
 			if e.Output != "PASS\n" {
 				r.print(e.Output)
 			}
-			return nil
+			return
 		}
 		o := r.output(e.Package, top)
 		o.lines = append(o.lines, e.Output)
@@ -103,13 +105,12 @@ func (r *relayState) event(line []byte) error {
 			r.failed = true
 		}
 		if _, err := fmt.Fprintf(r.record, "%s\t%s\t%s\t%.2f\n", e.Action, e.Package, e.Test, e.Elapsed); err != nil {
-			return err
+			r.recordErr, r.record = err, io.Discard
 		}
 		if e.Test == top {
 			r.flush(e.Package, top, e.Action == "fail")
 		}
 	}
-	return nil
 }
 
 func (r *relayState) print(s string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,9 +71,9 @@ func TestRelay(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, record bytes.Buffer
-			failed, err := relay(strings.NewReader(tc.in), &out, &record)
-			if err != nil {
-				t.Fatal(err)
+			failed, recordErr, err := relay(strings.NewReader(tc.in), &out, &record)
+			if err != nil || recordErr != nil {
+				t.Fatal(err, recordErr)
 			}
 			if out.String() != tc.wantOut {
 				t.Errorf("printed\n%q\nwant\n%q", out.String(), tc.wantOut)
@@ -84,6 +85,37 @@ func TestRelay(t *testing.T) {
 				t.Errorf("failed = %v, want %v", failed, tc.wantFailed)
 			}
 		})
+	}
+}
+
+// failingWriter fails every write after the first n bytes.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		return 0, errors.New("no space left on device")
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+func TestARecordThatFailsMidRunStillRelaysTheRun(t *testing.T) {
+	in := `{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"output","Package":"p","Test":"TestB","Output":"bad\n"}
+{"Action":"fail","Package":"p","Test":"TestB","Elapsed":0}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.1s\n"}
+{"Action":"fail","Package":"p","Elapsed":0.1}
+`
+	var out bytes.Buffer
+	failed, recordErr, err := relay(strings.NewReader(in), &out, &failingWriter{n: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recordErr == nil || !strings.Contains(recordErr.Error(), "no space left") {
+		t.Errorf("the record's error is %v, want the write's", recordErr)
+	}
+	if want := "bad\nFAIL\tp\t0.1s\n"; out.String() != want || !failed {
+		t.Errorf("printed %q (failed %v), want %q and failed", out.String(), failed, want)
 	}
 }
 
