@@ -257,7 +257,8 @@ test-upgrade: build-test-binaries testrecord
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/ $(call record,upgrade)
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
-# runs of make test and make test-minors left (RECORD_DIR): a cell is what passed.
+# runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all
+# passed on that minor.
 COMPATIBILITY_FLAGS = -records $(OUT_ROOT)/test-records -minors releases/minors -doc docs/compatibility.md
 
 .PHONY: compatibility

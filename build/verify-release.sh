@@ -15,13 +15,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 GO=${GO:-go}
 
-# tree_fingerprint: a change of the sources between two builds makes them differ for a reason
-# that is not reproducibility's, and is reported as such.
-tree_fingerprint() { portcullis::tree_fingerprint; }
-
-# explain_difference FINGERPRINT: says whether the sources changed since FINGERPRINT was taken.
+# explain_difference FINGERPRINT: says whether the sources changed since FINGERPRINT
+# (portcullis::tree_fingerprint) was taken: a change between two builds makes them differ for a
+# reason that is not reproducibility's, and is reported as such.
 explain_difference() {
-  if [[ $(tree_fingerprint) != "$1" ]]; then
+  if [[ $(portcullis::tree_fingerprint) != "$1" ]]; then
     echo "the sources changed while the check ran (a commit or an edit in this tree): the builds saw different inputs; rerun it on a quiet tree" >&2
   else
     echo "the sources did not change during the check: this is a reproducibility bug" >&2
@@ -43,7 +41,7 @@ rm -rf "${work}"
 mkdir -p "${work}"
 work=$(cd "${work}" && pwd)
 
-fingerprint=$(tree_fingerprint)
+fingerprint=$(portcullis::tree_fingerprint)
 if [[ -n ${reference} ]]; then
   build/release.sh --binaries-only "${work}" "$@"
   for platform in "$@"; do

@@ -10,12 +10,11 @@ import (
 // event is one line of `go test -json` (cmd/test2json's TestEvent, and go test's build
 // events).
 type event struct {
-	Action     string
-	Package    string
-	Test       string
-	Elapsed    float64
-	Output     string
-	ImportPath string
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
 }
 
 // relayState prints and records the events of one run.

@@ -28,7 +28,7 @@ func deployedPlugins(t *testing.T) string {
 			ExtraArgs []struct{ Name, Value string } `json:"extraArgs"`
 		} `json:"apiServer"`
 	}
-	data, err := os.ReadFile(filepath.Join(root, "build/deploy/static-pod/kubeadm-config.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, kitKubeadmConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestDayOne(t *testing.T) {
 	ctx := context.Background()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	admissionConfig := filepath.Join(t.TempDir(), "admission-config.yaml")
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(t), "build/deploy/static-pod/admission-config.yaml"))
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(t), kitAdmission))
 	if err != nil {
 		t.Fatal(err)
 	}

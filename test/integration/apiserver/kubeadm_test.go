@@ -13,6 +13,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
+// The deploy kit's kubeadm files.
 const (
 	kitKubeadmConfig = "build/deploy/static-pod/kubeadm-config.yaml"
 	kitPatch         = "build/deploy/static-pod/kube-apiserver.yaml"

@@ -159,7 +159,7 @@ func TestPreflightOnAKubeadmNode(t *testing.T) {
 		// The shipped environment file, with this node's paths, port and etcd.
 		env := environmentFile(t, filepath.Join(root, "build", "deploy", "systemd", "kube-apiserver.env"))
 		admissionConfig := filepath.Join(node.pki, "admission-config.yaml")
-		copyFile(t, filepath.Join(root, "build", "deploy", "static-pod", "admission-config.yaml"), admissionConfig)
+		copyFile(t, filepath.Join(root, kitAdmission), admissionConfig)
 		for k, v := range map[string]string{
 			"KUBE_APISERVER_BINARY":            bins.APIServer,
 			"BIND_ADDRESS":                     "127.0.0.1",

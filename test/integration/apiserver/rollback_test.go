@@ -116,7 +116,7 @@ func TestRollback(t *testing.T) {
 	root := framework.RepoRoot(t)
 
 	t.Run("stock starts with every documented setup less our plugin names", func(t *testing.T) {
-		deployConfig := readFile(t, filepath.Join(root, "build/deploy/static-pod/admission-config.yaml"))
+		deployConfig := readFile(t, filepath.Join(root, kitAdmission))
 		kubeadmFlags := []string{"--enable-admission-plugins=" + deployedPlugins(t)}
 		systemdEnv := environmentFile(t, filepath.Join(root, "build/deploy/systemd/kube-apiserver.env"))
 		setups := []struct {
