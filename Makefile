@@ -49,6 +49,11 @@ export GOFLAGS := $(strip $(filter-out -trimpath -modfile=% -tags=kube%,$(GOFLAG
 # own, whatever the minor.
 OTHER_MODULE_GOFLAGS := GOFLAGS=-trimpath
 
+# The long targets run their parts as stages (hack/stage.sh): each prints its minutes as it
+# ends, so that every CI log shows where the time goes.
+STAGE   := hack/stage.sh
+SUBMAKE  = $(MAKE) --no-print-directory
+
 # Integration suites start real servers; give them room, and never cache their results.
 INTEGRATION_TIMEOUT ?= 20m
 UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v -e /test/integration/ -e /test/release$$ -e /test/upgrade$$)
@@ -100,14 +105,16 @@ release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into it
 
 .PHONY: verify-release
 verify-release: ## build the release twice into two directories; fail unless byte-identical with both platforms in the index
-	GO='$(GO)' build/verify-release.sh $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
+	GO='$(GO)' build/verify-release.sh $(VERIFY_RELEASE_FLAGS) $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
 
-# The older minors' releases, each built twice for this machine's platform and compared, and
-# its image index checked (the newest minor's verify-release builds both platforms; an older
-# minor's second platform would cost a cold compile of its Kubernetes graph for arm64).
+# The older minors' releases for this machine's platform: each packaged once (SBOM, licence
+# texts, image, kit: the same script as the newest minor's, whose verify-release builds all of
+# it twice), its binary built twice and compared, and the release checked (image index,
+# SHA256SUMS, the kit naming it). An older minor's second platform would cost a cold compile of
+# its Kubernetes graph for arm64; make verify-release KUBE_MINOR=1.N checks both, twice.
 .PHONY: verify-release-minors
-verify-release-minors: ## each older minor's release for linux/amd64, built twice and compared
-	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 verify-release; done
+verify-release-minors: ## each older minor's release for linux/amd64: packaged once, its binary built twice and compared
+	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(SUBMAKE) KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=--package-once verify-release; done
 
 # make test checks a release of this machine's platform only; verify-release (which CI runs
 # after make test) builds both platforms twice.
@@ -115,8 +122,7 @@ TEST_RELEASE_DIR      := $(OUT_DIR)/test-release
 TEST_RELEASE_PLATFORM := linux/amd64
 
 .PHONY: test-release
-test-release: testrecord ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
-	hack/install-test-deps.sh
+test-release: install-test-deps testrecord ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
 	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
@@ -165,8 +171,19 @@ run: build etcd kube-controller-manager local-up ## a local control plane on 127
 build-test-binaries: BUILD_PGO = $(PGO_FLAG)
 build-test-binaries: build etcd stock kube-controller-manager local-up kubeadm kubectl ## everything the integration suites run
 
+# make test runs its suites one after the other as stages, each printing its minutes.
 .PHONY: test
-test: test-unit test-fuzz test-integration test-release ## unit, fuzz, integration and release tests (what CI runs)
+test: ## unit, race, fuzz, integration and release tests (what CI runs), each stage timed
+	$(STAGE) unit $(SUBMAKE) test-unit
+	$(STAGE) race $(SUBMAKE) test-race
+	$(STAGE) fuzz $(SUBMAKE) test-fuzz
+	$(STAGE) test-binaries $(SUBMAKE) build-test-binaries install-test-deps
+	$(STAGE) integration $(SUBMAKE) test-integration
+	$(STAGE) release $(SUBMAKE) test-release
+
+.PHONY: install-test-deps
+install-test-deps: ## the Debian packages the integration and release tests run (skopeo, systemd, prometheus), when missing (needs root)
+	hack/install-test-deps.sh
 
 # Every suite's go test writes -json through hack/testrecord, which prints what go test
 # prints without it and records each test's outcome under RECORD_DIR, one directory per
@@ -184,21 +201,29 @@ testrecord:
 	@mkdir -p $(BIN_DIR) $(RECORD_DIR)
 	$(GO) build -o $(TESTRECORD) ./hack/testrecord
 
-# The unit tests run twice: as shipped (static, no cgo, compiled with the binary's PGO
-# profile, so they share its compiled packages), then under the race detector. -race
-# needs cgo, so a C compiler, and compiles every package it tests, and their dependencies, in
-# a cache configuration of its own. So it covers the packages that run code concurrently
-# (the webhook dispatch, the plugins' caches, the policy registry, the process supervisor)
-# and leaves out those that link the plugin registry and so every admission plugin of
-# Kubernetes (the command, the registry itself, the control-plane layout, the harnesses):
-# minutes of a cold make test. A package of the race set must not import
-# $(MODULE)/pkg/admission, in its tests either.
-RACE_PACKAGES = $(filter-out $(addprefix $(MODULE)/,cmd/kube-apiserver cmd/kube-apiserver/app cmd/kube-apiserver/app/preflight cmd/kube-apiserver/app/serveroptions pkg/admission pkg/registry/policy/rest internal/bench internal/controlplane internal/soak hack/%),$(UNIT_PACKAGES))
+# The unit tests run as shipped: static, no cgo, compiled with the binary's PGO profile, so
+# that they share its compiled packages.
+.PHONY: test-unit
+test-unit: testrecord ## unit tests of every package
+	$(GO) test -json $(PGO_FLAG) $(UNIT_PACKAGES) $(call record,unit)
+
+# The race detector runs on the packages that run code concurrently: the webhook dispatch
+# (breaker, budget, shadow calls) and its test servers, the trace and enforcement decorators,
+# admission readiness, the plugins that keep informer-fed caches, and the harnesses' process
+# supervisor and balancer. -race needs cgo, so a C compiler, and compiles these packages'
+# whole dependency graph again, instrumented: each package named here costs a cold make test
+# the compile of what it links, so the list is chosen, not derived. Packages that link the
+# plugin registry or the control plane (the command, pkg/admission, the registries' REST
+# wiring, the harnesses) would double it, and run no concurrent code of their own.
+RACE_PACKAGES = $(addprefix $(MODULE)/,plugin/pkg/admission/webhook plugin/pkg/admission/webhook/mutating \
+  plugin/pkg/admission/webhook/validating plugin/pkg/admission/webhook/webhooktest pkg/admission/trace \
+  pkg/admission/enforcement plugin/pkg/admission/internal/readiness plugin/pkg/admission/initializers \
+  plugin/pkg/admission/initialresources plugin/pkg/admission/persistentvolumelabel plugin/pkg/admission/podpreset \
+  plugin/pkg/admission/podsecuritypolicy internal/balancer internal/proc)
 MODULE        = github.com/portcullis-k8s/portcullis
 
-.PHONY: test-unit
-test-unit: testrecord ## unit tests, then those of the concurrent packages under the race detector (needs a C compiler)
-	$(GO) test -json $(PGO_FLAG) $(UNIT_PACKAGES) $(call record,unit)
+.PHONY: test-race
+test-race: testrecord ## unit tests of the packages that run code concurrently, under the race detector (needs a C compiler)
 	CGO_ENABLED=1 $(GO) test -json -race $(RACE_PACKAGES) $(call record,unit-race)
 
 # Each Go fuzz target (func FuzzXxx beside the unit tests) fuzzes for FUZZTIME; a crasher
@@ -216,29 +241,52 @@ test-fuzz: ## Go fuzz targets of the packages without the API server's stack, ea
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' FUZZ_PACKAGES='$(UNIT_PACKAGES)' FUZZ_WITHOUT='$(FUZZ_SMOKE_WITHOUT)' hack/fuzz.sh
 
 .PHONY: test-integration
-test-integration: build-test-binaries testrecord ## integration tests: real etcd, real servers, a real Prometheus
-	hack/install-test-deps.sh
+test-integration: build-test-binaries install-test-deps testrecord ## integration tests: real etcd, real servers, a real Prometheus
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/... $(call record,integration)
 
 # The older supported minors (releases/minors but the default), each from its own pins and
-# build tag, into _output/<minor>: its unit tests (the race detector runs on the default
-# minor's, the same code) and the integration suite of the API server - our plugins through
-# a real server, chain parity and served APIs against that minor's stock, the rollback to
-# that minor's stock, the deploy kit rendered by that minor's kubeadm - then the upgrade across
-# every minor, one etcd, each minor's binary in turn (test/upgrade). .ci/run runs it after make
-# test.
-OLDER_MINORS      := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
-MINOR_INTEGRATION := ./test/integration/apiserver/
+# build tag, into _output/<minor>. What differs between minors is upstream's code and the few
+# files of a minor's build tag (kube1.N), so an older minor runs:
+# - go vet of every package, tests included: every package and every test compiles against
+#   that minor's Kubernetes (vet type-checks them and links nothing);
+# - the unit tests of the packages that have a file of a minor's build tag (MINOR_UNIT_PACKAGES:
+#   the command, preflight, the plugin registry and its drift guards, kubecompat, the update
+#   strategy, the webhook dispatch); the other packages' code is the same on every minor, and
+#   runs on that minor's server in the integration suite;
+# - the integration suite of the API server: our plugins through a real server, chain parity
+#   and served APIs against that minor's stock, the rollback to that minor's stock, the deploy
+#   kit rendered by that minor's kubeadm;
+# then the upgrade across every minor, one etcd, each minor's binary in turn (test/upgrade).
+# The race detector, the fuzz smoke and the other integration suites run on the newest minor.
+# .ci/run runs it after make test.
+OLDER_MINORS        := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
+MINOR_INTEGRATION   := ./test/integration/apiserver/
+MINOR_UNIT_PACKAGES  = $(filter $(UNIT_PACKAGES),$(addprefix $(MODULE)/,$(shell git grep -l -E '^//go:build .*kube1\.[0-9]+' -- '*.go' | xargs -r -n1 dirname | sort -u)))
 
 .PHONY: test-minors
-test-minors: ## every older supported minor: unit tests, the API server's integration suite, then the upgrade across minors
-	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor test-minor; done
-	$(MAKE) --no-print-directory test-upgrade
+test-minors: ## every older supported minor: vet, the unit tests of the packages with per-minor files, the API server's integration suite; then the upgrade across minors
+	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(SUBMAKE) KUBE_MINOR=$$minor test-minor; done
+	$(STAGE) upgrade $(SUBMAKE) test-upgrade
 
 .PHONY: test-minor
 test-minor: build-minor-test-binaries testrecord
-	$(GO) test -json $(PGO_FLAG) $(UNIT_PACKAGES) $(call record,unit)
+	$(GO) vet $(PGO_FLAG) $(UNIT_PACKAGES)
+	$(GO) test -json $(PGO_FLAG) $(MINOR_UNIT_PACKAGES) $(call record,unit)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
+
+# What CI builds after make test, compiled ahead into Go's build cache: each older minor's
+# binaries, and its packages and tests as go vet compiles them, and the release's other
+# platform. .ci/run runs it beside make test at the lowest CPU priority (nice 19): it takes the
+# CPU make test leaves idle - while servers start, links run on one core, tests wait - and so
+# the later stages find their packages compiled. Alone, it is just the compile they would do.
+.PHONY: prebuild
+prebuild: ## compile ahead, into Go's build cache, what make test-minors and make verify-release build after make test (.ci/run runs it at nice 19 beside make test)
+	for minor in $(OLDER_MINORS); do $(SUBMAKE) KUBE_MINOR=$$minor prebuild-minor; done
+	$(foreach platform,$(filter-out linux/$(shell $(GO) env GOARCH),$(RELEASE_PLATFORMS)),GOOS=$(word 1,$(subst /, ,$(platform))) GOARCH=$(word 2,$(subst /, ,$(platform))) $(GO) build $(PGO_FLAG) -o /dev/null ./cmd/kube-apiserver;)
+
+.PHONY: prebuild-minor
+prebuild-minor: build-minor-test-binaries
+	$(GO) vet $(PGO_FLAG) $(UNIT_PACKAGES) $(MINOR_INTEGRATION)
 
 # What the API server's integration suite runs, for one minor. etcd is the default minor's
 # (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API

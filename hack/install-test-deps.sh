@@ -4,13 +4,30 @@
 # and prometheus (promtool checks and unit-tests the alerting rules and backfills the usage
 # history InitialResources's test serves with prometheus). `make test-integration` and `make
 # test-release` run it; it needs root to install (CI has it), and does nothing when all are
-# present.
+# present. With --packages it prints the Debian packages it installs, one a line
+# (hack/measure-ci.sh purges them to measure a new machine).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
+# Each package, and the commands the tests need from it.
+declare -A commands_of=(
+  [skopeo]="skopeo"
+  [systemd]="systemd-analyze"
+  [prometheus]="promtool prometheus"
+)
+if [[ ${1:-} == --packages ]]; then
+  printf '%s\n' "${!commands_of[@]}" | sort
+  exit 0
+fi
+
 missing=()
-command -v skopeo >/dev/null || missing+=(skopeo)
-command -v systemd-analyze >/dev/null || missing+=(systemd)
-{ command -v promtool >/dev/null && command -v prometheus >/dev/null; } || missing+=(prometheus)
+for package in $(printf '%s\n' "${!commands_of[@]}" | sort); do
+  for command in ${commands_of[${package}]}; do
+    if ! command -v "${command}" >/dev/null; then
+      missing+=("${package}")
+      break
+    fi
+  done
+done
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi

@@ -100,8 +100,8 @@ func TestGreenRunsWriteTheTable(t *testing.T) {
 		t.Errorf("the table is not between the markers, newest minor first:\n%s", page)
 	}
 	for prefix, want := range map[string][2]string{
-		"unit tests of every package":           {"✓", "✓"},
-		"the same under the race detector":      {"✓", "—"},
+		"unit tests: every package":             {"✓", "✓"},
+		"the race detector":                     {"✓", "—"},
 		"drift guards":                          {"✓", "✓"},
 		"every plugin of ours":                  {"✓", "✓"},
 		"the rollback":                          {"✓", "✓"},

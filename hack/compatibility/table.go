@@ -3,8 +3,8 @@ package main
 // The record files a run writes (testrecord -o), per minor, under the records directory:
 // <records>/<minor>/<suite>.tsv.
 const (
-	suiteUnit        = "unit"        // make test-unit, make test-minor: UNIT_PACKAGES
-	suiteRace        = "unit-race"   // make test-unit: RACE_PACKAGES under -race
+	suiteUnit        = "unit"        // make test-unit: UNIT_PACKAGES; make test-minor: MINOR_UNIT_PACKAGES
+	suiteRace        = "unit-race"   // make test-race: RACE_PACKAGES under -race
 	suiteIntegration = "integration" // make test-integration, make test-minor
 	suiteRelease     = "release"     // make test-release
 	suiteUpgrade     = "upgrade"     // make test-upgrade; recorded under the newest minor
@@ -24,7 +24,7 @@ type capability struct {
 	packages bool
 	// upgradeStep: the test is TestUpgradeAcrossMinors's step of the column's minor.
 	upgradeStep bool
-	// everyMinor: every minor's run proves it (make test-minor runs the unit suite and the API
+	// everyMinor: every minor's run proves it (make test-minor runs its unit suite and the API
 	// server's integration suite); otherwise the newest minor's only (make test).
 	everyMinor bool
 }
@@ -32,8 +32,8 @@ type capability struct {
 // capabilities is the table, in the page's order. Every top-level test of the integration,
 // release and upgrade suites must be in a row (render refuses a record with one that is not).
 var capabilities = []capability{
-	{name: "unit tests of every package: plugins, dispatch, registry, preflight", suite: suiteUnit, packages: true, everyMinor: true},
-	{name: "the same under the race detector, the packages that run code concurrently", suite: suiteRace, packages: true},
+	{name: "unit tests: every package on the newest minor; on an older one, every package and test compiled (`go vet`) and the tests of the packages with a file of its build tag (`kube1.N`)", suite: suiteUnit, packages: true, everyMinor: true},
+	{name: "the race detector, on the packages that run code concurrently (dispatch, decorators, the plugins' caches)", suite: suiteRace, packages: true},
 	{name: "drift guards: the chain against that minor's upstream order and defaults (`pkg/admission/testdata/<minor>/`)", suite: suiteUnit, pkg: "pkg/admission", everyMinor: true,
 		tests: []string{"TestUpstreamDrift", "TestUpstreamRelativeOrderIsKept", "TestDefaultsMatchStock", "TestEachPluginOfOursSitsAtItsAnchor", "TestEveryRegisteredPluginAppearsOnceInTheOrder"}},
 	{name: "every plugin of ours through a real server, and the deploy kit's day-one configuration", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
