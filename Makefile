@@ -51,8 +51,7 @@ OTHER_MODULE_GOFLAGS := GOFLAGS=-trimpath
 
 # The long targets run their parts as stages (hack/stage.sh): each prints its minutes as it
 # ends, so that every CI log shows where the time goes.
-STAGE   := hack/stage.sh
-SUBMAKE  = $(MAKE) --no-print-directory
+STAGE := hack/stage.sh
 
 # Integration suites start real servers; give them room, and never cache their results.
 INTEGRATION_TIMEOUT ?= 20m
@@ -107,14 +106,19 @@ release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into it
 verify-release: ## build the release twice into two directories; fail unless byte-identical with both platforms in the index
 	GO='$(GO)' build/verify-release.sh $(VERIFY_RELEASE_FLAGS) $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
 
-# The older minors' releases for this machine's platform: each packaged once (SBOM, licence
-# texts, image, kit: the same script as the newest minor's, whose verify-release builds all of
-# it twice), its binary built twice and compared, and the release checked (image index,
-# SHA256SUMS, the kit naming it). An older minor's second platform would cost a cold compile of
-# its Kubernetes graph for arm64; make verify-release KUBE_MINOR=1.N checks both, twice.
+# The older minors' releases for this machine's platform. The oldest is built twice, whole,
+# and compared: an older minor's packaging has paths of its own (the licence texts read from a
+# copy of the tree with its go.mod in place, the kit renamed to it, the SBOM under -modfile).
+# The others are packaged once, their binaries built twice and compared
+# (build/verify-release.sh --package-once). Each release is then checked: image index,
+# SHA256SUMS, the kit naming it. An older minor's second platform would cost a cold compile of
+# its Kubernetes graph for arm64: make verify-release KUBE_MINOR=1.N builds both, twice.
 .PHONY: verify-release-minors
-verify-release-minors: ## each older minor's release for linux/amd64: packaged once, its binary built twice and compared
-	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(SUBMAKE) KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=--package-once verify-release; done
+verify-release-minors: ## the older minors' releases for linux/amd64: the oldest built twice and compared, the others packaged once with their binaries built twice
+	for minor in $(OLDER_MINORS); do \
+	  flags=$$([[ $$minor == $(firstword $(OLDER_MINORS)) ]] || echo --package-once); \
+	  $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=$$flags verify-release; \
+	done
 
 # make test checks a release of this machine's platform only; verify-release (which CI runs
 # after make test) builds both platforms twice.
@@ -174,12 +178,12 @@ build-test-binaries: build etcd stock kube-controller-manager local-up kubeadm k
 # make test runs its suites one after the other as stages, each printing its minutes.
 .PHONY: test
 test: ## unit, race, fuzz, integration and release tests (what CI runs), each stage timed
-	$(STAGE) unit $(SUBMAKE) test-unit
-	$(STAGE) race $(SUBMAKE) test-race
-	$(STAGE) fuzz $(SUBMAKE) test-fuzz
-	$(STAGE) test-binaries $(SUBMAKE) build-test-binaries install-test-deps
-	$(STAGE) integration $(SUBMAKE) test-integration
-	$(STAGE) release $(SUBMAKE) test-release
+	$(STAGE) unit $(MAKE) --no-print-directory test-unit
+	$(STAGE) race $(MAKE) --no-print-directory test-race
+	$(STAGE) fuzz $(MAKE) --no-print-directory test-fuzz
+	$(STAGE) test-binaries $(MAKE) --no-print-directory build-test-binaries install-test-deps
+	$(STAGE) integration $(MAKE) --no-print-directory test-integration
+	$(STAGE) release $(MAKE) --no-print-directory test-release
 
 .PHONY: install-test-deps
 install-test-deps: ## the Debian packages the integration and release tests run (skopeo, systemd, prometheus), when missing (needs root)
@@ -207,19 +211,20 @@ testrecord:
 test-unit: testrecord ## unit tests of every package
 	$(GO) test -json $(PGO_FLAG) $(UNIT_PACKAGES) $(call record,unit)
 
-# The race detector runs on the packages that run code concurrently: the webhook dispatch
-# (breaker, budget, shadow calls) and its test servers, the trace and enforcement decorators,
-# admission readiness, the plugins that keep informer-fed caches, and the harnesses' process
-# supervisor and balancer. -race needs cgo, so a C compiler, and compiles these packages'
-# whole dependency graph again, instrumented: each package named here costs a cold make test
-# the compile of what it links, so the list is chosen, not derived. Packages that link the
-# plugin registry or the control plane (the command, pkg/admission, the registries' REST
-# wiring, the harnesses) would double it, and run no concurrent code of their own.
+# The race detector runs on the packages that run code concurrently and have tests: the webhook
+# dispatch (breaker, budget, shadow calls), the trace and enforcement decorators, admission
+# readiness, the plugins that keep informer-fed caches, and the harnesses' balancer. -race needs
+# cgo, so a C compiler, and compiles these packages' whole dependency graph again,
+# instrumented: each package named here costs a cold make test the compile of what it links, so
+# the list is chosen, not derived. Left out: what links the plugin registry or the control
+# plane (the command, preflight, pkg/admission, the registries' REST wiring, the bench and soak
+# harnesses and the process supervisor they share), which would double that graph; and every
+# package with no goroutine, lock or channel of its own (docs/ci.md).
 RACE_PACKAGES = $(addprefix $(MODULE)/,plugin/pkg/admission/webhook plugin/pkg/admission/webhook/mutating \
-  plugin/pkg/admission/webhook/validating plugin/pkg/admission/webhook/webhooktest pkg/admission/trace \
-  pkg/admission/enforcement plugin/pkg/admission/internal/readiness plugin/pkg/admission/initializers \
-  plugin/pkg/admission/initialresources plugin/pkg/admission/persistentvolumelabel plugin/pkg/admission/podpreset \
-  plugin/pkg/admission/podsecuritypolicy internal/balancer internal/proc)
+  plugin/pkg/admission/webhook/validating pkg/admission/trace pkg/admission/enforcement \
+  plugin/pkg/admission/internal/readiness plugin/pkg/admission/initializers plugin/pkg/admission/initialresources \
+  plugin/pkg/admission/persistentvolumelabel plugin/pkg/admission/podpreset plugin/pkg/admission/podsecuritypolicy \
+  internal/balancer)
 MODULE        = github.com/portcullis-k8s/portcullis
 
 .PHONY: test-race
@@ -247,31 +252,40 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 # The older supported minors (releases/minors but the default), each from its own pins and
 # build tag, into _output/<minor>. What differs between minors is upstream's code and the few
 # files of a minor's build tag (kube1.N), so an older minor runs:
-# - go vet of every package, tests included: every package and every test compiles against
-#   that minor's Kubernetes (vet type-checks them and links nothing);
-# - the unit tests of the packages that have a file of a minor's build tag (MINOR_UNIT_PACKAGES:
-#   the command, preflight, the plugin registry and its drift guards, kubecompat, the update
-#   strategy, the webhook dispatch); the other packages' code is the same on every minor, and
-#   runs on that minor's server in the integration suite;
+# - go vet of every package, tests included, with the checks go test runs (VET_CHECKS): every
+#   package and every test compiles against that minor's Kubernetes (vet links nothing);
+# - the unit tests of MINOR_UNIT_PACKAGES (portcullis::minor_unit_packages): the packages
+#   whose build, tests included, reaches a file of a minor's build tag, and those that hold
+#   something of ours to the minor's upstream (MINOR_UNIT_ALSO), but for the harnesses that run
+#   on the newest minor only (MINOR_UNIT_NEWEST_ONLY);
 # - the integration suite of the API server: our plugins through a real server, chain parity
 #   and served APIs against that minor's stock, the rollback to that minor's stock, the deploy
 #   kit rendered by that minor's kubeadm;
 # then the upgrade across every minor, one etcd, each minor's binary in turn (test/upgrade).
 # The race detector, the fuzz smoke and the other integration suites run on the newest minor.
 # .ci/run runs it after make test.
-OLDER_MINORS        := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
-MINOR_INTEGRATION   := ./test/integration/apiserver/
-MINOR_UNIT_PACKAGES  = $(filter $(UNIT_PACKAGES),$(addprefix $(MODULE)/,$(shell git grep -l -E '^//go:build .*kube1\.[0-9]+' -- '*.go' | xargs -r -n1 dirname | sort -u)))
+OLDER_MINORS           := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
+MINOR_INTEGRATION      := ./test/integration/apiserver/
+# pkg/generated/openapi's test holds our OpenAPI definitions beside the minor's upstream ones.
+MINOR_UNIT_ALSO        := pkg/generated/openapi
+# make bench, make soak and make pgo-profile run on the newest minor only.
+MINOR_UNIT_NEWEST_ONLY := hack/bench hack/soak hack/pgo-profile internal/bench internal/soak
+MINOR_UNIT_PACKAGES     = $(shell GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::minor_unit_packages $(addprefix $(MODULE)/,$(MINOR_UNIT_ALSO)) -- $(filter-out $(addprefix $(MODULE)/,$(MINOR_UNIT_NEWEST_ONLY)),$(UNIT_PACKAGES))')
+# go test's own vet checks (go help test): what the newest minor's unit tests already hold
+# every package to.
+VET_CHECKS := -atomic -bools -buildtag -directive -errorsas -ifaceassert -nilfunc -printf -stdversion -stringintconv -tests
 
 .PHONY: test-minors
-test-minors: ## every older supported minor: vet, the unit tests of the packages with per-minor files, the API server's integration suite; then the upgrade across minors
-	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(SUBMAKE) KUBE_MINOR=$$minor test-minor; done
-	$(STAGE) upgrade $(SUBMAKE) test-upgrade
+test-minors: ## every older supported minor: go vet, the unit tests of the packages whose build differs per minor, the API server's integration suite; then the upgrade across minors
+	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor test-minor; done
+	$(STAGE) upgrade $(MAKE) --no-print-directory test-upgrade
 
 .PHONY: test-minor
 test-minor: build-minor-test-binaries testrecord
-	$(GO) vet $(PGO_FLAG) $(UNIT_PACKAGES)
-	$(GO) test -json $(PGO_FLAG) $(MINOR_UNIT_PACKAGES) $(call record,unit)
+	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) $(UNIT_PACKAGES)
+	packages='$(MINOR_UNIT_PACKAGES)'; \
+	if [[ -z $$packages ]]; then echo "no package's build reaches a file of a minor's build tag (kube1.N): nothing to unit-test on $(KUBE_MINOR)" >&2; exit 1; fi; \
+	$(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
 
 # What CI builds after make test, compiled ahead into Go's build cache: each older minor's
@@ -280,13 +294,19 @@ test-minor: build-minor-test-binaries testrecord
 # CPU make test leaves idle - while servers start, links run on one core, tests wait - and so
 # the later stages find their packages compiled. Alone, it is just the compile they would do.
 .PHONY: prebuild
-prebuild: ## compile ahead, into Go's build cache, what make test-minors and make verify-release build after make test (.ci/run runs it at nice 19 beside make test)
-	for minor in $(OLDER_MINORS); do $(SUBMAKE) KUBE_MINOR=$$minor prebuild-minor; done
+prebuild: prebuild-minors prebuild-platforms ## compile ahead, into Go's build cache, what make test-minors and make verify-release build after make test (.ci/run runs it at nice 19 beside make test)
+
+.PHONY: prebuild-minors
+prebuild-minors:
+	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor prebuild-minor; done
+
+.PHONY: prebuild-platforms
+prebuild-platforms:
 	$(foreach platform,$(filter-out linux/$(shell $(GO) env GOARCH),$(RELEASE_PLATFORMS)),GOOS=$(word 1,$(subst /, ,$(platform))) GOARCH=$(word 2,$(subst /, ,$(platform))) $(GO) build $(PGO_FLAG) -o /dev/null ./cmd/kube-apiserver;)
 
 .PHONY: prebuild-minor
 prebuild-minor: build-minor-test-binaries
-	$(GO) vet $(PGO_FLAG) $(UNIT_PACKAGES) $(MINOR_INTEGRATION)
+	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) $(UNIT_PACKAGES) $(MINOR_INTEGRATION)
 
 # What the API server's integration suite runs, for one minor. etcd is the default minor's
 # (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API

@@ -6,10 +6,9 @@
 #     byte-identical, and requires the image index to hold exactly linux/amd64 and linux/arm64.
 #   build/verify-release.sh --package-once WORKDIR PLATFORM...
 #     builds the whole release once, into WORKDIR/1, and its binaries a second time, into
-#     WORKDIR/2, and requires the binaries to be byte-identical (what CI runs for the older
-#     minors: their packaging is this same script's, which the newest minor's full check proves
-#     reproducible; their binaries, SBOMs and licences are what their own graph makes), then
-#     checks the release as the first form does.
+#     WORKDIR/2, requires the binaries to be byte-identical, then checks the release as the
+#     first form does. CI runs it for the older minors but the oldest, whose whole release it
+#     builds twice: every older minor packages through the same paths.
 #   build/verify-release.sh --binaries REFERENCE_DIR WORKDIR PLATFORM...
 #     builds just the binaries into WORKDIR and requires each to equal REFERENCE_DIR's (what
 #     `make test` runs after `make release`; with a warm build cache it costs only a link).

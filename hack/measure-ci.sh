@@ -1,42 +1,69 @@
 #!/usr/bin/env bash
 # Measures .ci/run the way a new machine runs it: a fresh clone of a commit, an empty Go module
-# cache and an empty build cache (so the Go toolchain go.mod names is downloaded too), and none
-# of the Debian packages the tests install (they are purged first, so their download and
-# install count). Prints each stage's minutes (hack/stage.sh's log) and writes them as a
-# Markdown table, the one README quotes.
+# cache and an empty build cache (so the Go toolchain go.mod names is downloaded too), the
+# machine's own Go settings (no go env file), and - with --purge-debs - none of the Debian
+# packages the tests install. Prints each stage's line as it ends, then the stages' table
+# (hack/stage.sh's log), and writes that table, with its date, into docs/ci.md.
 #
-#   hack/measure-ci.sh [--keep-debs] [--out FILE] [--work DIR] [REV]
+#   hack/measure-ci.sh [--purge-debs] [--no-doc] [--work DIR] [REV]
 #
-#   REV          the commit to measure (default HEAD; uncommitted changes are not measured)
-#   --out FILE   where the table goes (default _output/measure-ci.md)
-#   --work DIR   where the clone and the caches go (default a new directory under /var/tmp;
-#                they take about 30 GB, and are removed at the end unless the run failed)
-#   --keep-debs  leave the tests' Debian packages installed: their install is then not
-#                counted, and the table says so
+#   REV           the commit to measure (default HEAD; uncommitted changes are not measured)
+#   --purge-debs  purge the tests' Debian packages first (apt-get purge --autoremove, which
+#                 also removes whatever else apt holds as no longer needed, and apt-get clean,
+#                 so that their download counts too); the run installs them again. Needs root.
+#                 Without it, those already installed are named in the table as not counted.
+#   --no-doc      print the table only; leave docs/ci.md alone
+#   --work DIR    where the clone and the caches go (default a new directory under /var/tmp;
+#                 about 30 GB, removed at the end unless the run failed)
 #
-# It needs root to purge and reinstall the Debian packages (as CI has); it runs for as long as
-# .ci/run does (40 to 70 minutes on a 2-core machine), and nothing else should run beside it.
+# It runs for as long as .ci/run does (40 to 70 minutes on a 2-core machine); nothing else
+# should run beside it. CI's own runs are as root (the tests install Debian packages): run it
+# as root, or with the packages installed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
-keep_debs=false
-out=${PORTCULLIS_ROOT}/_output/measure-ci.md
+purge_debs=false
+write_doc=true
 work=""
 rev=HEAD
+usage="usage: $0 [--purge-debs] [--no-doc] [--work DIR] [REV]"
 while [[ $# -gt 0 ]]; do
   case $1 in
-  --keep-debs) keep_debs=true ;;
-  --out) out=$2; shift ;;
-  --work) work=$2; shift ;;
-  -*) echo "unknown option $1 (usage: $0 [--keep-debs] [--out FILE] [--work DIR] [REV])" >&2; exit 2 ;;
+  --purge-debs) purge_debs=true ;;
+  --no-doc) write_doc=false ;;
+  --work)
+    work=${2:?${usage}}
+    shift
+    ;;
+  -*)
+    echo "unknown option $1 (${usage})" >&2
+    exit 2
+    ;;
   *) rev=$1 ;;
   esac
   shift
 done
 commit=$(git rev-parse --verify "${rev}^{commit}")
 if [[ ${rev} == HEAD && -n $(git status --porcelain) ]]; then
-  echo "note: the working tree has uncommitted changes; this measures ${commit}, without them" >&2
+  echo "note: the working tree has uncommitted changes; this measures ${commit:0:12}, without them" >&2
 fi
+
+# The Debian packages the tests install (hack/install-test-deps.sh names them); systemd comes
+# with the machines CI runs on, and is left alone.
+mapfile -t debs < <(hack/install-test-deps.sh --packages | grep -vx systemd)
+installed=() missing=()
+for deb in "${debs[@]}"; do
+  if dpkg-query -W -f='${Status}' "${deb}" 2>/dev/null | grep -q 'install ok installed'; then
+    installed+=("${deb}")
+  else
+    missing+=("${deb}")
+  fi
+done
+if [[ $(id -u) -ne 0 ]] && { [[ ${purge_debs} == true ]] || [[ ${#missing[@]} -gt 0 ]]; }; then
+  echo "run it as root: $([[ ${purge_debs} == true ]] && echo "--purge-debs purges packages" || echo "the run installs ${missing[*]}")" >&2
+  exit 1
+fi
+
 if [[ -z ${work} ]]; then
   work=$(mktemp -d /var/tmp/portcullis-measure-ci.XXXXXX)
 fi
@@ -46,73 +73,72 @@ if [[ -n $(ls -A "${work}") ]]; then
   echo "${work} is not empty: the caches must start empty" >&2
   exit 1
 fi
-mkdir -p "$(dirname "${out}")"
-out=$(cd "$(dirname "${out}")" && pwd)/$(basename "${out}")
-
-# The Debian packages the tests install (hack/install-test-deps.sh names them) and a new
-# machine lacks; systemd comes with the machine.
-debs_note="purged first: their download and install are counted"
-mapfile -t debs < <(hack/install-test-deps.sh --packages | grep -vx systemd)
-installed=()
-for deb in "${debs[@]}"; do
-  if dpkg-query -W -f='${Status}' "${deb}" 2>/dev/null | grep -q 'install ok installed'; then
-    installed+=("${deb}")
-  fi
-done
-if [[ ${#installed[@]} -gt 0 ]]; then
-  if [[ ${keep_debs} == true ]]; then
-    debs_note="already installed, not counted: ${installed[*]}"
-  elif [[ $(id -u) -ne 0 ]]; then
-    echo "purging ${installed[*]} needs root (or pass --keep-debs, and their install is not counted)" >&2
-    exit 1
-  else
-    echo "purging ${installed[*]} (the run installs them again)"
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove "${installed[@]}" >"${work}/apt-purge.log" 2>&1 ||
-      { cat "${work}/apt-purge.log" >&2; exit 1; }
-  fi
-fi
-
 git clone --quiet --no-local "${PORTCULLIS_ROOT}" "${work}/src"
 git -C "${work}/src" checkout --quiet --detach "${commit}"
 mkdir -p "${work}/gomodcache" "${work}/gocache"
-stages=${work}/stages.tsv
-: >"${stages}"
-log=${work}/ci.log
-echo "measuring .ci/run at ${commit:0:12} in ${work} (log: ${log})"
 
-# CI's environment: the machine's, with the caches empty and the machine's own Go settings
-# (GOTOOLCHAIN=local), none of this script's.
+debs_note="none of them is installed here, so their install counts"
+if [[ ${#installed[@]} -gt 0 ]]; then
+  if [[ ${purge_debs} == true ]]; then
+    echo "purging ${installed[*]} (the run installs them again)"
+    # Put back whatever the run did not get to install again.
+    trap 'hack/install-test-deps.sh >/dev/null 2>&1 || echo "reinstall the tests'"'"' Debian packages: hack/install-test-deps.sh" >&2' EXIT
+    { DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove "${installed[@]}" && apt-get clean; } >"${work}/apt-purge.log" 2>&1 ||
+      { cat "${work}/apt-purge.log" >&2; exit 1; }
+    debs_note="purged first (${installed[*]}), so their download and install count"
+  else
+    debs_note="already installed, not counted: ${installed[*]}"
+  fi
+fi
+debs_note="${debs_note}; systemd comes with the machine"
+
+stages=${work}/stages.tsv
+log=${work}/ci.log
+: >"${stages}"
+echo "measuring .ci/run at ${commit:0:12} in ${work} (its whole output: ${log})"
+
+# CI's environment: the machine's, with the caches empty and none of this script's or the
+# user's Go settings (GOENV=off: no go env -w file).
 start=$(date +%s)
 status=0
 (
   cd "${work}/src"
-  env -u GOTOOLCHAIN -u GOFLAGS -u PORTCULLIS_ROOT -u PORTCULLIS_STAGE CI=true \
+  env -u GOTOOLCHAIN -u GOFLAGS -u PORTCULLIS_ROOT -u PORTCULLIS_STAGE CI=true GOENV=off \
     GOMODCACHE="${work}/gomodcache" GOCACHE="${work}/gocache" PORTCULLIS_STAGE_LOG="${stages}" \
-    bash .ci/run </dev/null
-) >"${log}" 2>&1 || status=$?
+    bash .ci/run </dev/null 2>&1 | tee "${log}" | grep --line-buffered '^<== '
+) || status=$?
 total=$(($(date +%s) - start))
 
-minutes() { printf '%d.%d' $(($1 / 60)) $(($1 % 60 * 10 / 60)); }
+table=${work}/table.md
 {
-  echo "Measured by \`hack/measure-ci.sh\` on $(date -u +%Y-%m-%d) at ${commit:0:12}: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), a fresh clone, empty module and build caches; the tests' Debian packages ${debs_note}."
+  echo "Measured by \`hack/measure-ci.sh\` on $(date -u +%Y-%m-%d) at ${commit:0:12}: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(free -g | awk '/^Mem:/ {print $2}') GiB, a fresh clone, empty module and build caches (the Go toolchain downloaded too; GOPROXY $(cd / && env -u GOTOOLCHAIN GOENV=off go env GOPROXY)); the tests' Debian packages ${debs_note}. Rows under background ran beside \`make test\`, at the lowest priority."
   echo
-  echo "| stage | minutes |"
-  echo "|---|---|"
-  while IFS=$'\t' read -r name seconds rc; do
-    suffix=""
-    [[ ${rc} -eq 0 ]] || suffix=" (failed)"
-    echo "| ${name} | $(minutes "${seconds}")${suffix} |"
-  done <"${stages}"
-  echo "| **whole \`.ci/run\`** | **$(minutes "${total}")**$([[ ${status} -eq 0 ]] || echo " (failed, exit ${status})") |"
+  portcullis::stage_table "${stages}" markdown
+  echo "| **whole \`.ci/run\`** | **$(portcullis::minutes "${total}")**$([[ ${status} -eq 0 ]] || echo " (failed, exit ${status})") |"
   echo
   echo "At the end the build cache held $(du -sh "${work}/gocache" | cut -f1), the module cache $(du -sh "${work}/gomodcache" | cut -f1)."
-} >"${out}"
-cat "${out}"
+} >"${table}"
+echo
+cat "${table}"
 if [[ ${status} -ne 0 ]]; then
   echo ".ci/run failed (exit ${status}): its log and caches are kept in ${work}" >&2
-  tail -n 50 "${log}" >&2
   exit 1
+fi
+if [[ ${write_doc} == true ]]; then
+  # Between the markers, in place (cat keeps the file's owner when run through sudo).
+  doc=docs/ci.md
+  begin='<!-- BEGIN hack/measure-ci.sh output -->'
+  end='<!-- END hack/measure-ci.sh output -->'
+  if ! grep -qxF "${begin}" "${doc}" || ! grep -qxF "${end}" "${doc}"; then
+    echo "${doc} lacks the markers ${begin} and ${end}: the table is above" >&2
+    exit 1
+  fi
+  updated=$(awk -v begin="${begin}" -v end="${end}" -v table="${table}" '
+    $0 == begin { print; while ((getline line < table) > 0) print line; skip = 1; next }
+    $0 == end { skip = 0 }
+    !skip { print }' "${doc}")
+  printf '%s\n' "${updated}" >"${doc}"
+  echo "wrote the table into ${doc}"
 fi
 chmod -R u+w "${work}/gomodcache"
 rm -rf "${work}"
-echo "wrote ${out}"

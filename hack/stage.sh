@@ -7,8 +7,9 @@
 # Prints "==> NAME" before and "<== NAME: 12.3 min (738 s), ok" (or "FAILED (exit N)") after,
 # and exits with COMMAND's status. Stages nest: a stage started inside another is named
 # "OUTER/NAME" (PORTCULLIS_STAGE is the enclosing stage's name). When PORTCULLIS_STAGE_LOG names
-# a file, each stage appends one line to it, tab-separated: name, seconds, exit status. .ci/run
-# prints that file as a table at its end; hack/measure-ci.sh reads it.
+# a file, each stage appends one line to it as it ends, tab-separated: name, seconds, exit
+# status, start (Unix time). .ci/run prints that file as a table at its end, in the order the
+# stages started; hack/measure-ci.sh reads it.
 set -o nounset -o pipefail
 
 if [[ $# -lt 2 ]]; then
@@ -33,6 +34,6 @@ if [[ ${status} -ne 0 ]]; then
 fi
 printf '<== %s: %d.%d min (%d s), %s\n' "${name}" $((seconds / 60)) $((seconds % 60 * 10 / 60)) "${seconds}" "${result}"
 if [[ -n ${PORTCULLIS_STAGE_LOG:-} ]]; then
-  printf '%s\t%d\t%d\n' "${name}" "${seconds}" "${status}" >>"${PORTCULLIS_STAGE_LOG}"
+  printf '%s\t%d\t%d\t%d\n' "${name}" "${seconds}" "${status}" "${start}" >>"${PORTCULLIS_STAGE_LOG}"
 fi
 exit "${status}"

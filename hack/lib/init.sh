@@ -120,6 +120,68 @@ portcullis::run_id() {
   fi
 }
 
+# portcullis::minor_unit_packages ALSO... -- PACKAGE... prints, of the PACKAGEs, those whose
+# unit tests an older minor runs (make test-minor): the ones whose test binary links a package
+# with a file of a minor's build tag (kube1.N, in its directory, tracked or not), and the ALSO
+# ones. The minor's own GOFLAGS (-modfile, -tags) are the caller's; GO is the go command.
+portcullis::minor_unit_packages() {
+  local go=${GO:-go} also=() import dir pkg deps
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    also+=("$1")
+    shift
+  done
+  shift
+  local -A tagged=() wanted=()
+  for pkg in "${also[@]}"; do
+    wanted[${pkg}]=1
+  done
+  while read -r import dir; do
+    if grep -qE '^//go:build .*kube1\.[0-9]+' "${dir}"/*.go 2>/dev/null; then
+      tagged[${import}]=1
+    fi
+  done < <(cd "${PORTCULLIS_ROOT}" && "${go}" list -f '{{.ImportPath}} {{.Dir}}' ./...)
+  while read -r pkg deps; do
+    for import in ${deps}; do
+      if [[ -n ${tagged[${import}]:-} ]]; then
+        wanted[${pkg%.test}]=1
+        break
+      fi
+    done
+  done < <(cd "${PORTCULLIS_ROOT}" && "${go}" list -test -f '{{if .ForTest}}{{else}}{{if eq .Name "main"}}{{.ImportPath}} {{join .Deps " "}}{{end}}{{end}}' "$@" | grep '\.test ')
+  for pkg in "$@"; do
+    if [[ -n ${wanted[${pkg}]:-} ]]; then
+      echo "${pkg}"
+    fi
+  done
+}
+
+# portcullis::minutes SECONDS prints them as minutes with one decimal (738 -> 12.3).
+portcullis::minutes() {
+  printf '%d.%d' $(($1 / 60)) $(($1 % 60 * 10 / 60))
+}
+
+# portcullis::stage_table LOG [markdown] prints hack/stage.sh's log as a table of minutes, in
+# the order the stages started, a stage before those nested in it ("make test/unit"), as plain
+# text or a Markdown table. Stages under background/ ran beside the others.
+portcullis::stage_table() {
+  local log=$1 format=${2:-text} name seconds rc start result
+  if [[ ${format} == markdown ]]; then
+    echo "| stage | minutes |"
+    echo "|---|---|"
+  fi
+  LC_ALL=C sort -t $'\t' -k4,4n -k1,1 "${log}" | while IFS=$'\t' read -r name seconds rc start; do
+    result=""
+    if [[ ${rc} -ne 0 ]]; then
+      result=" (failed, exit ${rc})"
+    fi
+    if [[ ${format} == markdown ]]; then
+      echo "| ${name//\// / } | $(portcullis::minutes "${seconds}")${result} |"
+    else
+      printf '%-48s %6s%s\n' "${name}" "$(portcullis::minutes "${seconds}")" "${result}"
+    fi
+  done
+}
+
 # portcullis::sed_literal S prints a version string as a basic regular expression matching it
 # (its dots escaped).
 portcullis::sed_literal() {
