@@ -186,7 +186,7 @@ test: ## unit, race, fuzz, integration and release tests (what CI runs), each st
 	$(STAGE) release $(MAKE) --no-print-directory test-release
 
 .PHONY: install-test-deps
-install-test-deps: ## the Debian packages the integration and release tests run (skopeo, systemd, prometheus), when missing (needs root)
+install-test-deps: ## the Debian packages the integration and release tests run, when missing (hack/install-test-deps.sh; needs root)
 	hack/install-test-deps.sh
 
 # Every suite's go test writes -json through hack/testrecord, which prints what go test
@@ -213,18 +213,19 @@ test-unit: testrecord ## unit tests of every package
 
 # The race detector runs on the packages that run code concurrently and have tests: the webhook
 # dispatch (breaker, budget, shadow calls), the trace and enforcement decorators, admission
-# readiness, the plugins that keep informer-fed caches, and the harnesses' balancer. -race needs
+# readiness, the plugins that keep informer-fed caches, the harnesses' balancer and the docs'
+# runner. -race needs
 # cgo, so a C compiler, and compiles these packages' whole dependency graph again,
 # instrumented: each package named here costs a cold make test the compile of what it links, so
 # the list is chosen, not derived. Left out: what links the plugin registry or the control
 # plane (the command, preflight, pkg/admission, the registries' REST wiring, the bench and soak
-# harnesses and the process supervisor they share), which would double that graph; and every
-# package with no goroutine, lock or channel of its own (docs/ci.md).
+# harnesses and the process supervisor they share, which has no tests of its own), which would
+# double that graph; and every package with no goroutine, lock or channel of its own.
 RACE_PACKAGES = $(addprefix $(MODULE)/,plugin/pkg/admission/webhook plugin/pkg/admission/webhook/mutating \
   plugin/pkg/admission/webhook/validating pkg/admission/trace pkg/admission/enforcement \
   plugin/pkg/admission/internal/readiness plugin/pkg/admission/initializers plugin/pkg/admission/initialresources \
   plugin/pkg/admission/persistentvolumelabel plugin/pkg/admission/podpreset plugin/pkg/admission/podsecuritypolicy \
-  internal/balancer)
+  internal/balancer test/docs)
 MODULE        = github.com/portcullis-k8s/portcullis
 
 .PHONY: test-race
@@ -252,8 +253,8 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 # The older supported minors (releases/minors but the default), each from its own pins and
 # build tag, into _output/<minor>. What differs between minors is upstream's code and the few
 # files of a minor's build tag (kube1.N), so an older minor runs:
-# - go vet of every package, tests included, with the checks go test runs (VET_CHECKS): every
-#   package and every test compiles against that minor's Kubernetes (vet links nothing);
+# - go vet of every package, tests and integration suites included, with the checks go test
+#   runs (VET_CHECKS): everything compiles against that minor's Kubernetes (vet links nothing);
 # - the unit tests of MINOR_UNIT_PACKAGES (portcullis::minor_unit_packages): the packages
 #   whose build, tests included, reaches a file of a minor's build tag, and those that hold
 #   something of ours to the minor's upstream (MINOR_UNIT_ALSO), but for the harnesses that run
@@ -266,14 +267,17 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 # .ci/run runs it after make test.
 OLDER_MINORS           := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
 MINOR_INTEGRATION      := ./test/integration/apiserver/
-# pkg/generated/openapi's test holds our OpenAPI definitions beside the minor's upstream ones.
-MINOR_UNIT_ALSO        := pkg/generated/openapi
+# pkg/admission's drift guards read the minor's upstream order and defaults
+# (testdata/<minor>/); pkg/generated/openapi's test holds our OpenAPI definitions beside the
+# minor's upstream ones.
+MINOR_UNIT_ALSO        := pkg/admission pkg/generated/openapi
 # make bench, make soak and make pgo-profile run on the newest minor only.
 MINOR_UNIT_NEWEST_ONLY := hack/bench hack/soak hack/pgo-profile internal/bench internal/soak
-MINOR_UNIT_PACKAGES     = $(shell GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::minor_unit_packages $(addprefix $(MODULE)/,$(MINOR_UNIT_ALSO)) -- $(filter-out $(addprefix $(MODULE)/,$(MINOR_UNIT_NEWEST_ONLY)),$(UNIT_PACKAGES))')
-# go test's own vet checks (go help test): what the newest minor's unit tests already hold
-# every package to.
-VET_CHECKS := -atomic -bools -buildtag -directive -errorsas -ifaceassert -nilfunc -printf -stdversion -stringintconv -tests
+# A recipe's command (make's $(shell) does not see the minor's exported GOFLAGS).
+MINOR_UNIT_PACKAGES     = GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::minor_unit_packages $(addprefix $(MODULE)/,$(MINOR_UNIT_ALSO)) -- $(filter-out $(addprefix $(MODULE)/,$(MINOR_UNIT_NEWEST_ONLY)),$(UNIT_PACKAGES))'
+# go test's own vet checks (cmd/go's defaultVetFlags, of the toolchain go.mod names): what the
+# newest minor's unit tests already hold every package to.
+VET_CHECKS := -atomic -bools -buildtag -directive -errorsas -ifaceassert -nilfunc -printf -slog -stdversion -stringintconv -tests
 
 .PHONY: test-minors
 test-minors: ## every older supported minor: go vet, the unit tests of the packages whose build differs per minor, the API server's integration suite; then the upgrade across minors
@@ -282,19 +286,18 @@ test-minors: ## every older supported minor: go vet, the unit tests of the packa
 
 .PHONY: test-minor
 test-minor: build-minor-test-binaries testrecord
-	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) $(UNIT_PACKAGES)
-	packages='$(MINOR_UNIT_PACKAGES)'; \
-	if [[ -z $$packages ]]; then echo "no package's build reaches a file of a minor's build tag (kube1.N): nothing to unit-test on $(KUBE_MINOR)" >&2; exit 1; fi; \
-	$(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
+	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) ./...
+	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
 
 # What CI builds after make test, compiled ahead into Go's build cache: each older minor's
-# binaries, and its packages and tests as go vet compiles them, and the release's other
-# platform. .ci/run runs it beside make test at the lowest CPU priority (nice 19): it takes the
-# CPU make test leaves idle - while servers start, links run on one core, tests wait - and so
-# the later stages find their packages compiled. Alone, it is just the compile they would do.
+# binaries, its packages and tests as go vet compiles them (prebuild-minors), and the release's
+# other platform (prebuild-platforms). .ci/run runs the two in the background at the lowest
+# priority, beside make test (and the second beside make test-minors): they take the CPU the
+# foreground leaves idle - while servers start, links run on one core, tests wait - and so the
+# later stages find their packages compiled. Alone, it is just the compile they would do.
 .PHONY: prebuild
-prebuild: prebuild-minors prebuild-platforms ## compile ahead, into Go's build cache, what make test-minors and make verify-release build after make test (.ci/run runs it at nice 19 beside make test)
+prebuild: prebuild-minors prebuild-platforms ## compile ahead, into Go's build cache, what make test-minors and make verify-release build after make test (.ci/run runs both parts in the background)
 
 .PHONY: prebuild-minors
 prebuild-minors:
@@ -306,7 +309,7 @@ prebuild-platforms:
 
 .PHONY: prebuild-minor
 prebuild-minor: build-minor-test-binaries
-	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) $(UNIT_PACKAGES) $(MINOR_INTEGRATION)
+	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) ./...
 
 # What the API server's integration suite runs, for one minor. etcd is the default minor's
 # (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API

@@ -31,6 +31,21 @@ explain_difference() {
   fi
 }
 
+# same_binaries REFERENCE_DIR DIR PLATFORM...: fails unless each platform's kube-apiserver in
+# DIR is byte-identical to REFERENCE_DIR's.
+same_binaries() {
+  local reference=$1 dir=$2 platform
+  shift 2
+  for platform in "$@"; do
+    if ! cmp "${reference}/${platform}/kube-apiserver" "${dir}/${platform}/kube-apiserver"; then
+      echo "NOT REPRODUCIBLE: ${reference}/${platform}/kube-apiserver and ${dir}/${platform}/kube-apiserver differ (kept for inspection)" >&2
+      explain_difference "${fingerprint}"
+      exit 1
+    fi
+    echo "reproducible: ${platform}/kube-apiserver ($(cut -d' ' -f1 <(sha256sum "${dir}/${platform}/kube-apiserver")))"
+  done
+}
+
 reference=""
 package_once=false
 if [[ ${1:-} == --binaries ]]; then
@@ -53,14 +68,7 @@ work=$(cd "${work}" && pwd)
 fingerprint=$(portcullis::tree_fingerprint)
 if [[ -n ${reference} ]]; then
   build/release.sh --binaries-only "${work}" "$@"
-  for platform in "$@"; do
-    if ! cmp "${reference}/${platform}/kube-apiserver" "${work}/${platform}/kube-apiserver"; then
-      echo "NOT REPRODUCIBLE: ${reference}/${platform}/kube-apiserver and ${work}/${platform}/kube-apiserver differ (kept for inspection)" >&2
-      explain_difference "${fingerprint}"
-      exit 1
-    fi
-    echo "reproducible: ${platform}/kube-apiserver ($(cut -d' ' -f1 <(sha256sum "${work}/${platform}/kube-apiserver")))"
-  done
+  same_binaries "${reference}" "${work}" "$@"
   rm -rf "${work}"
   exit 0
 fi
@@ -68,14 +76,8 @@ fi
 build/release.sh "${work}/1" "$@"
 if [[ ${package_once} == true ]]; then
   build/release.sh --binaries-only "${work}/2" "$@"
-  for platform in "$@"; do
-    if ! cmp "${work}/1/${platform}/kube-apiserver" "${work}/2/${platform}/kube-apiserver"; then
-      echo "NOT REPRODUCIBLE: ${work}/1/${platform}/kube-apiserver and ${work}/2/${platform}/kube-apiserver differ (kept for inspection)" >&2
-      explain_difference "${fingerprint}"
-      exit 1
-    fi
-  done
-  echo "reproducible: two builds agree on the binaries; the release, packaged once:"
+  same_binaries "${work}/1" "${work}/2" "$@"
+  echo "the release, packaged once:"
 else
   build/release.sh "${work}/2" "$@"
   if ! diff -r "${work}/1" "${work}/2"; then

@@ -4,8 +4,8 @@
 # and prometheus (promtool checks and unit-tests the alerting rules and backfills the usage
 # history InitialResources's test serves with prometheus). `make test-integration` and `make
 # test-release` run it; it needs root to install (CI has it), and does nothing when all are
-# present. With --packages it prints the Debian packages it installs, one a line
-# (hack/measure-ci.sh purges them to measure a new machine).
+# present. With --packages it prints the Debian packages it installs, one a line, and with
+# --missing those it would install now (hack/measure-ci.sh reads both).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
 # Each package, and the commands the tests need from it.
@@ -28,6 +28,12 @@ for package in $(printf '%s\n' "${!commands_of[@]}" | sort); do
     fi
   done
 done
+if [[ ${1:-} == --missing ]]; then
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    printf '%s\n' "${missing[@]}"
+  fi
+  exit 0
+fi
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi

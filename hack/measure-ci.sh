@@ -16,9 +16,9 @@
 #   --work DIR    where the clone and the caches go (default a new directory under /var/tmp;
 #                 about 30 GB, removed at the end unless the run failed)
 #
-# It runs for as long as .ci/run does (40 to 70 minutes on a 2-core machine); nothing else
-# should run beside it. CI's own runs are as root (the tests install Debian packages): run it
-# as root, or with the packages installed.
+# It runs for as long as .ci/run does; nothing else should run beside it. CI's own runs are as
+# root (the tests install Debian packages): run it as root (with go on root's PATH), or with the
+# packages installed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
@@ -44,21 +44,31 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 commit=$(git rev-parse --verify "${rev}^{commit}")
+if ! command -v go >/dev/null; then
+  echo "go is not on PATH (sudo's secure_path leaves /usr/local/go/bin out: sudo env \"PATH=\$PATH\" $0 ...)" >&2
+  exit 1
+fi
+doc=docs/ci.md
+begin='<!-- BEGIN hack/measure-ci.sh output -->'
+end='<!-- END hack/measure-ci.sh output -->'
+if [[ ${write_doc} == true ]] && ! awk -v begin="${begin}" -v end="${end}" '$0 == begin { b = NR } $0 == end { e = NR } END { exit !(b && e > b) }' "${doc}"; then
+  echo "${doc} lacks the lines ${begin} and, after it, ${end}: the table goes between them (or pass --no-doc)" >&2
+  exit 1
+fi
 if [[ ${rev} == HEAD && -n $(git status --porcelain) ]]; then
   echo "note: the working tree has uncommitted changes; this measures ${commit:0:12}, without them" >&2
 fi
 
-# The Debian packages the tests install (hack/install-test-deps.sh names them); systemd comes
-# with the machines CI runs on, and is left alone.
-mapfile -t debs < <(hack/install-test-deps.sh --packages | grep -vx systemd)
-installed=() missing=()
-for deb in "${debs[@]}"; do
-  if dpkg-query -W -f='${Status}' "${deb}" 2>/dev/null | grep -q 'install ok installed'; then
+# The Debian packages the tests install, and which of them are here, as
+# hack/install-test-deps.sh sees them; systemd comes with the machines CI runs on, and is left
+# alone.
+mapfile -t missing < <(hack/install-test-deps.sh --missing)
+installed=()
+while read -r deb; do
+  if [[ ${deb} != systemd && " ${missing[*]} " != *" ${deb} "* ]]; then
     installed+=("${deb}")
-  else
-    missing+=("${deb}")
   fi
-done
+done < <(hack/install-test-deps.sh --packages)
 if [[ $(id -u) -ne 0 ]] && { [[ ${purge_debs} == true ]] || [[ ${#missing[@]} -gt 0 ]]; }; then
   echo "run it as root: $([[ ${purge_debs} == true ]] && echo "--purge-debs purges packages" || echo "the run installs ${missing[*]}")" >&2
   exit 1
@@ -77,7 +87,7 @@ git clone --quiet --no-local "${PORTCULLIS_ROOT}" "${work}/src"
 git -C "${work}/src" checkout --quiet --detach "${commit}"
 mkdir -p "${work}/gomodcache" "${work}/gocache"
 
-debs_note="none of them is installed here, so their install counts"
+debs_note="were not installed here, so their install counts"
 if [[ ${#installed[@]} -gt 0 ]]; then
   if [[ ${purge_debs} == true ]]; then
     echo "purging ${installed[*]} (the run installs them again)"
@@ -85,9 +95,9 @@ if [[ ${#installed[@]} -gt 0 ]]; then
     trap 'hack/install-test-deps.sh >/dev/null 2>&1 || echo "reinstall the tests'"'"' Debian packages: hack/install-test-deps.sh" >&2' EXIT
     { DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove "${installed[@]}" && apt-get clean; } >"${work}/apt-purge.log" 2>&1 ||
       { cat "${work}/apt-purge.log" >&2; exit 1; }
-    debs_note="purged first (${installed[*]}), so their download and install count"
+    debs_note="were purged first (${installed[*]}), so their download and install count"
   else
-    debs_note="already installed, not counted: ${installed[*]}"
+    debs_note="were already installed, not counted: ${installed[*]}"
   fi
 fi
 debs_note="${debs_note}; systemd comes with the machine"
@@ -97,21 +107,34 @@ log=${work}/ci.log
 : >"${stages}"
 echo "measuring .ci/run at ${commit:0:12} in ${work} (its whole output: ${log})"
 
-# CI's environment: the machine's, with the caches empty and none of this script's or the
-# user's Go settings (GOENV=off: no go env -w file).
+# The least memory available while it runs, sampled every 5 s: the table's peak.
+memory_log=${work}/memory
+(
+  while :; do
+    awk '/^MemAvailable:/ { print $2 }' /proc/meminfo
+    sleep 5
+  done
+) >"${memory_log}" &
+sampler=$!
+
+# CI's environment: only what a fresh CI run has (no go env -w file, no make or Go settings of
+# the caller's), with the caches empty.
 start=$(date +%s)
 status=0
 (
   cd "${work}/src"
-  env -u GOTOOLCHAIN -u GOFLAGS -u PORTCULLIS_ROOT -u PORTCULLIS_STAGE CI=true GOENV=off \
-    GOMODCACHE="${work}/gomodcache" GOCACHE="${work}/gocache" PORTCULLIS_STAGE_LOG="${stages}" \
+  env -i PATH="${PATH}" HOME="${HOME}" CI=true GOENV=off GOMODCACHE="${work}/gomodcache" \
+    GOCACHE="${work}/gocache" PORTCULLIS_STAGE_LOG="${stages}" \
     bash .ci/run </dev/null 2>&1 | tee "${log}" | grep --line-buffered '^<== '
 ) || status=$?
 total=$(($(date +%s) - start))
+kill "${sampler}"
+mem_total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+mem_peak=$((mem_total - $(sort -n "${memory_log}" | head -n 1)))
 
 table=${work}/table.md
 {
-  echo "Measured by \`hack/measure-ci.sh\` on $(date -u +%Y-%m-%d) at ${commit:0:12}: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(free -g | awk '/^Mem:/ {print $2}') GiB, a fresh clone, empty module and build caches (the Go toolchain downloaded too; GOPROXY $(cd / && env -u GOTOOLCHAIN GOENV=off go env GOPROXY)); the tests' Debian packages ${debs_note}. Rows under background ran beside \`make test\`, at the lowest priority."
+  echo "Measured by \`hack/measure-ci.sh\` on $(date -u +%Y-%m-%d) at ${commit:0:12}: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $((mem_total / 1048576)) GiB, a fresh clone, empty module and build caches (the Go toolchain downloaded too; GOPROXY $(cd / && env -u GOTOOLCHAIN GOENV=off go env GOPROXY)); the tests' Debian packages ${debs_note}. Rows under background ran beside the others, at the lowest priority; a \"background:\" row is the wait for what it had left. At most $((mem_peak / 1024)) MiB of memory were in use (the machine's, sampled every 5 s)."
   echo
   portcullis::stage_table "${stages}" markdown
   echo "| **whole \`.ci/run\`** | **$(portcullis::minutes "${total}")**$([[ ${status} -eq 0 ]] || echo " (failed, exit ${status})") |"
@@ -125,14 +148,7 @@ if [[ ${status} -ne 0 ]]; then
   exit 1
 fi
 if [[ ${write_doc} == true ]]; then
-  # Between the markers, in place (cat keeps the file's owner when run through sudo).
-  doc=docs/ci.md
-  begin='<!-- BEGIN hack/measure-ci.sh output -->'
-  end='<!-- END hack/measure-ci.sh output -->'
-  if ! grep -qxF "${begin}" "${doc}" || ! grep -qxF "${end}" "${doc}"; then
-    echo "${doc} lacks the markers ${begin} and ${end}: the table is above" >&2
-    exit 1
-  fi
+  # Between the markers, written in place (the file keeps its owner when run through sudo).
   updated=$(awk -v begin="${begin}" -v end="${end}" -v table="${table}" '
     $0 == begin { print; while ((getline line < table) > 0) print line; skip = 1; next }
     $0 == end { skip = 0 }

@@ -8,8 +8,8 @@
 # and exits with COMMAND's status. Stages nest: a stage started inside another is named
 # "OUTER/NAME" (PORTCULLIS_STAGE is the enclosing stage's name). When PORTCULLIS_STAGE_LOG names
 # a file, each stage appends one line to it as it ends, tab-separated: name, seconds, exit
-# status, start (Unix time). .ci/run prints that file as a table at its end, in the order the
-# stages started; hack/measure-ci.sh reads it.
+# status, start (Unix time in microseconds). .ci/run prints that file as a table at its end, in
+# the order the stages started; hack/measure-ci.sh reads it.
 set -o nounset -o pipefail
 
 if [[ $# -lt 2 ]]; then
@@ -24,16 +24,16 @@ fi
 export PORTCULLIS_STAGE=${name}
 
 echo "==> ${name}"
-start=$(date +%s)
+start=${EPOCHREALTIME/[.,]/}
 "$@"
 status=$?
-seconds=$(($(date +%s) - start))
+seconds=$(((${EPOCHREALTIME/[.,]/} - start) / 1000000))
 result=ok
 if [[ ${status} -ne 0 ]]; then
   result="FAILED (exit ${status})"
 fi
 printf '<== %s: %d.%d min (%d s), %s\n' "${name}" $((seconds / 60)) $((seconds % 60 * 10 / 60)) "${seconds}" "${result}"
 if [[ -n ${PORTCULLIS_STAGE_LOG:-} ]]; then
-  printf '%s\t%d\t%d\t%d\n' "${name}" "${seconds}" "${status}" "${start}" >>"${PORTCULLIS_STAGE_LOG}"
+  printf '%s\t%d\t%d\t%s\n' "${name}" "${seconds}" "${status}" "${start}" >>"${PORTCULLIS_STAGE_LOG}"
 fi
 exit "${status}"

@@ -32,7 +32,7 @@ type capability struct {
 // capabilities is the table, in the page's order. Every top-level test of the integration,
 // release and upgrade suites must be in a row (render refuses a record with one that is not).
 var capabilities = []capability{
-	{name: "unit tests: every package on the newest minor; on an older one, those whose build differs per minor, after `go vet` of every package (`make test-minor`)", suite: suiteUnit, packages: true, everyMinor: true},
+	{name: "unit tests: every package on the newest minor; on an older one, those whose build differs per minor (`make test-minor`)", suite: suiteUnit, packages: true, everyMinor: true},
 	{name: "the race detector, on the packages that run code concurrently", suite: suiteRace, packages: true},
 	{name: "drift guards: the chain against that minor's upstream order and defaults (`pkg/admission/testdata/<minor>/`)", suite: suiteUnit, pkg: "pkg/admission", everyMinor: true,
 		tests: []string{"TestUpstreamDrift", "TestUpstreamRelativeOrderIsKept", "TestDefaultsMatchStock", "TestEachPluginOfOursSitsAtItsAnchor", "TestEveryRegisteredPluginAppearsOnceInTheOrder"}},

@@ -123,31 +123,47 @@ portcullis::run_id() {
 # portcullis::minor_unit_packages ALSO... -- PACKAGE... prints, of the PACKAGEs, those whose
 # unit tests an older minor runs (make test-minor): the ones whose test binary links a package
 # with a file of a minor's build tag (kube1.N, in its directory, tracked or not), and the ALSO
-# ones. The minor's own GOFLAGS (-modfile, -tags) are the caller's; GO is the go command.
+# ones, each of which must be among the PACKAGEs. It fails when go list does, or when no
+# PACKAGE links such a file. GOFLAGS (the minor's -modfile and -tags) and GO are the caller's.
 portcullis::minor_unit_packages() {
-  local go=${GO:-go} also=() import dir pkg deps
+  local go=${GO:-go} also=() import dir pkg deps listing found=0
   while [[ $# -gt 0 && $1 != -- ]]; do
     also+=("$1")
     shift
   done
   shift
-  local -A tagged=() wanted=()
+  local -A tagged=() wanted=() given=()
+  for pkg in "$@"; do
+    given[${pkg}]=1
+  done
   for pkg in "${also[@]}"; do
+    if [[ -z ${given[${pkg}]:-} ]]; then
+      echo "portcullis::minor_unit_packages: ${pkg} is not among the packages given" >&2
+      return 1
+    fi
     wanted[${pkg}]=1
   done
+  listing=$(cd "${PORTCULLIS_ROOT}" && "${go}" list -f '{{.ImportPath}} {{.Dir}}' ./...) || return 1
   while read -r import dir; do
     if grep -qE '^//go:build .*kube1\.[0-9]+' "${dir}"/*.go 2>/dev/null; then
       tagged[${import}]=1
     fi
-  done < <(cd "${PORTCULLIS_ROOT}" && "${go}" list -f '{{.ImportPath}} {{.Dir}}' ./...)
+  done <<<"${listing}"
+  # Each test binary (p.test) with what it links.
+  listing=$(cd "${PORTCULLIS_ROOT}" && "${go}" list -test -f '{{if and (not .ForTest) (eq .Name "main")}}{{.ImportPath}} {{join .Deps " "}}{{end}}' "$@") || return 1
   while read -r pkg deps; do
-    for import in ${deps}; do
+    for import in ${pkg%.test} ${deps}; do
       if [[ -n ${tagged[${import}]:-} ]]; then
         wanted[${pkg%.test}]=1
+        found=$((found + 1))
         break
       fi
     done
-  done < <(cd "${PORTCULLIS_ROOT}" && "${go}" list -test -f '{{if .ForTest}}{{else}}{{if eq .Name "main"}}{{.ImportPath}} {{join .Deps " "}}{{end}}{{end}}' "$@" | grep '\.test ')
+  done < <(grep '\.test ' <<<"${listing}")
+  if [[ ${found} -eq 0 ]]; then
+    echo "portcullis::minor_unit_packages: no package's test binary links a file of a minor's build tag (kube1.N)" >&2
+    return 1
+  fi
   for pkg in "$@"; do
     if [[ -n ${wanted[${pkg}]:-} ]]; then
       echo "${pkg}"
