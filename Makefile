@@ -120,8 +120,8 @@ verify-release-minors: ## the older minors' releases for linux/amd64: the oldest
 	  $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=$$flags verify-release; \
 	done
 
-# make test checks a release of this machine's platform only; verify-release (which CI runs
-# after make test) builds both platforms twice.
+# make test checks a release of this machine's platform only; verify-release builds both
+# platforms twice (CI runs it for linux/amd64 only: docs/release.md).
 TEST_RELEASE_DIR      := $(OUT_DIR)/test-release
 TEST_RELEASE_PLATFORM := linux/amd64
 
@@ -175,15 +175,17 @@ run: build etcd kube-controller-manager local-up ## a local control plane on 127
 build-test-binaries: BUILD_PGO = $(PGO_FLAG)
 build-test-binaries: build etcd stock kube-controller-manager local-up kubeadm kubectl ## everything the integration suites run
 
-# make test runs its suites one after the other as stages, each printing its minutes.
+# make test runs its suites as stages, each printing its minutes. The integration suites mostly
+# wait (servers starting, conditions polled), so the release tests, which compute (a link, the
+# licence texts, the SBOM, the image), run beside them, niced (hack/beside.sh); what both need
+# is made first, once.
 .PHONY: test
 test: ## unit, race, fuzz, integration and release tests (what CI runs), each stage timed
 	$(STAGE) unit $(MAKE) --no-print-directory test-unit
 	$(STAGE) race $(MAKE) --no-print-directory test-race
 	$(STAGE) fuzz $(MAKE) --no-print-directory test-fuzz
-	$(STAGE) test-binaries $(MAKE) --no-print-directory build-test-binaries install-test-deps
-	$(STAGE) integration $(MAKE) --no-print-directory test-integration
-	$(STAGE) release $(MAKE) --no-print-directory test-release
+	$(STAGE) test-binaries $(MAKE) --no-print-directory build-test-binaries install-test-deps testrecord
+	hack/beside.sh integration '$(MAKE) --no-print-directory test-integration' release '$(MAKE) --no-print-directory test-release'
 
 .PHONY: install-test-deps
 install-test-deps: ## the Debian packages the integration and release tests run, when missing (hack/install-test-deps.sh; needs root)
@@ -290,22 +292,14 @@ test-minor: build-minor-test-binaries testrecord
 	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
 
-# What CI builds after make test, compiled ahead into Go's build cache: each older minor's
-# binaries, its packages and tests as go vet compiles them (prebuild-minors), and the release's
-# other platform (prebuild-platforms). .ci/run runs the two in the background at the lowest
-# priority, beside make test (and the second beside make test-minors): they take the CPU the
-# foreground leaves idle - while servers start, links run on one core, tests wait - and so the
-# later stages find their packages compiled. Alone, it is just the compile they would do.
-.PHONY: prebuild
-prebuild: prebuild-minors prebuild-platforms ## compile ahead, into Go's build cache, what make test-minors and make verify-release build after make test (.ci/run runs both parts in the background)
-
+# What make test-minors builds, compiled ahead into Go's build cache: each older minor's
+# binaries, and its packages and tests as go vet compiles them. .ci/run runs it in the
+# background at the lowest priority, beside make test: it takes the CPU the foreground leaves
+# idle - while servers start, links run on one core, tests wait - and so make test-minors finds
+# its packages compiled. Alone, it is just the compile make test-minors would do.
 .PHONY: prebuild-minors
-prebuild-minors:
+prebuild-minors: ## compile ahead, into Go's build cache, what make test-minors builds (.ci/run runs it in the background beside make test)
 	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor prebuild-minor; done
-
-.PHONY: prebuild-platforms
-prebuild-platforms:
-	$(foreach platform,$(filter-out linux/$(shell $(GO) env GOARCH),$(RELEASE_PLATFORMS)),GOOS=$(word 1,$(subst /, ,$(platform))) GOARCH=$(word 2,$(subst /, ,$(platform))) $(GO) build $(PGO_FLAG) -o /dev/null ./cmd/kube-apiserver;)
 
 .PHONY: prebuild-minor
 prebuild-minor: build-minor-test-binaries

@@ -107,15 +107,20 @@ log=${work}/ci.log
 : >"${stages}"
 echo "measuring .ci/run at ${commit:0:12} in ${work} (its whole output: ${log})"
 
-# The least memory available while it runs, sampled every 5 s: the table's peak.
-memory_log=${work}/memory
+# Every 5 s while it runs: the time, the CPU's busy and total jiffies (/proc/stat's first
+# line: user, nice, system, idle, iowait, irq, softirq, steal), and the memory available. The
+# table's "cores busy" column and the run's CPU time come from the first three, its peak
+# memory from the least memory available.
+samples=${work}/samples
 (
   while :; do
-    awk '/^MemAvailable:/ { print $2 }' /proc/meminfo
+    read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+    echo "${EPOCHREALTIME/[.,]/} $((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal)) $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"
     sleep 5
   done
-) >"${memory_log}" &
+) >"${samples}" &
 sampler=$!
+run_start_us=${EPOCHREALTIME/[.,]/}
 
 # CI's environment: only what a fresh CI run has (no go env -w file, no make or Go settings of
 # the caller's), with the caches empty.
@@ -130,14 +135,17 @@ status=0
 total=$(($(date +%s) - start))
 kill "${sampler}"
 mem_total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
-mem_peak=$((mem_total - $(sort -n "${memory_log}" | head -n 1)))
+mem_peak=$((mem_total - $(awk '{ print $4 }' "${samples}" | sort -n | head -n 1)))
+# The run's CPU time, in core-minutes, and the cores busy on average (the machine's).
+cores_busy=$(portcullis::cores_busy "${samples}" "${run_start_us}" "${EPOCHREALTIME/[.,]/}")
+cpu_minutes=$(awk -v cores="${cores_busy}" -v seconds="${total}" 'BEGIN { if (cores == "-") print "-"; else printf "%.0f\n", cores * seconds / 60 }')
 
 table=${work}/table.md
 {
-  echo "Measured by \`hack/measure-ci.sh\` on $(date -u +%Y-%m-%d) at ${commit:0:12}: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $((mem_total / 1048576)) GiB, a fresh clone, empty module and build caches (the Go toolchain downloaded too; GOPROXY $(cd / && env -u GOTOOLCHAIN GOENV=off go env GOPROXY)); the tests' Debian packages ${debs_note}. Rows under background ran beside the others, at the lowest priority; a \"background:\" row is the wait for what it had left. At most $((mem_peak / 1024)) MiB of memory were in use (the machine's, sampled every 5 s)."
+  echo "Measured by \`hack/measure-ci.sh\` on $(date -u +%Y-%m-%d) at ${commit:0:12}: $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $((mem_total / 1048576)) GiB, a fresh clone, empty module and build caches (the Go toolchain downloaded too; GOPROXY $(cd / && env -u GOTOOLCHAIN GOENV=off go env GOPROXY)); the tests' Debian packages ${debs_note}. Rows under background ran beside the others, at the lowest priority; a \"background:\" row is the wait for what it had left. At most $((mem_peak / 1024)) MiB of memory were in use; ${cores_busy} cores were busy on average, ${cpu_minutes} core-minutes in all (the machine's, sampled every 5 s: \"cores busy\" is a stage's average, whatever ran beside it)."
   echo
-  portcullis::stage_table "${stages}" markdown
-  echo "| **whole \`.ci/run\`** | **$(portcullis::minutes "${total}")**$([[ ${status} -eq 0 ]] || echo " (failed, exit ${status})") |"
+  portcullis::stage_table "${stages}" markdown "${samples}"
+  echo "| **whole \`.ci/run\`** | **$(portcullis::minutes "${total}")**$([[ ${status} -eq 0 ]] || echo " (failed, exit ${status})") | ${cores_busy} |"
   echo
   echo "At the end the build cache held $(du -sh "${work}/gocache" | cut -f1), the module cache $(du -sh "${work}/gomodcache" | cut -f1)."
 } >"${table}"

@@ -176,14 +176,23 @@ portcullis::minutes() {
   printf '%d.%d' $(($1 / 60)) $(($1 % 60 * 10 / 60))
 }
 
-# portcullis::stage_table LOG [markdown] prints hack/stage.sh's log as a table of minutes, in
-# the order the stages started, a stage before those nested in it ("make test/unit"), as plain
-# text or a Markdown table. Stages under background/ ran beside the others.
+# portcullis::stage_table LOG [markdown [SAMPLES]] prints hack/stage.sh's log as a table of
+# minutes, in the order the stages started, a stage before those nested in it
+# ("make test/unit"), as plain text or a Markdown table. Stages under background/ ran beside
+# the others. SAMPLES (hack/measure-ci.sh's) adds a column: the cores busy on average while
+# the stage ran, the whole machine's, from lines of "Unix time in microseconds, busy jiffies,
+# all jiffies" (/proc/stat's first line, sampled every few seconds; "-" for a stage shorter
+# than two samples).
 portcullis::stage_table() {
-  local log=$1 format=${2:-text} name seconds rc start result
+  local log=$1 format=${2:-text} samples=${3:-} name seconds rc start result cores
   if [[ ${format} == markdown ]]; then
-    echo "| stage | minutes |"
-    echo "|---|---|"
+    if [[ -n ${samples} ]]; then
+      echo "| stage | minutes | cores busy |"
+      echo "|---|---|---|"
+    else
+      echo "| stage | minutes |"
+      echo "|---|---|"
+    fi
   fi
   LC_ALL=C sort -t $'\t' -k4,4n -k1,1 "${log}" | while IFS=$'\t' read -r name seconds rc start; do
     result=""
@@ -191,11 +200,27 @@ portcullis::stage_table() {
       result=" (failed, exit ${rc})"
     fi
     if [[ ${format} == markdown ]]; then
-      echo "| ${name//\// / } | $(portcullis::minutes "${seconds}")${result} |"
+      cores=""
+      if [[ -n ${samples} ]]; then
+        cores=" $(portcullis::cores_busy "${samples}" "${start}" $((start + seconds * 1000000))) |"
+      fi
+      echo "| ${name//\// / } | $(portcullis::minutes "${seconds}")${result} |${cores}"
     else
       printf '%-48s %6s%s\n' "${name}" "$(portcullis::minutes "${seconds}")" "${result}"
     fi
   done
+}
+
+# portcullis::cores_busy SAMPLES FROM TO prints the cores busy on average between the first
+# sample at or after FROM and the last at or before TO (Unix microseconds), with one decimal,
+# or "-" when fewer than two samples fall between them. SAMPLES: see portcullis::stage_table.
+portcullis::cores_busy() {
+  awk -v from="$2" -v to="$3" -v cpus="$(nproc)" '
+    $1 >= from && $1 <= to { if (first == "") { first = $1; busy0 = $2; all0 = $3 } busy1 = $2; all1 = $3; last = $1 }
+    END {
+      if (first == "" || last == first || all1 == all0) { print "-"; exit }
+      printf "%.1f\n", (busy1 - busy0) / (all1 - all0) * cpus
+    }' "$1"
 }
 
 # portcullis::sed_literal S prints a version string as a basic regular expression matching it

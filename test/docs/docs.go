@@ -122,7 +122,7 @@ var Blocks = []Entry{
 	{File: "docs/plugins/securitycontextdeny.md", Key: "--enable-admission-plugins=SecurityContextDeny", Untestable: elidedCommandLine},
 
 	// docs/release.md
-	{File: "docs/release.md", Key: "make verify-release", Untestable: "builds the release twice, both platforms (minutes); CI runs it after make test"},
+	{File: "docs/release.md", Key: "make verify-release", Untestable: "builds the release twice, both platforms (a cold compile of the second platform's graph); CI runs it for linux/amd64, beside make test-minors, and the release procedure as shown"},
 	{File: "docs/release.md", Key: KeyContainersStorage, Test: "test/release.TestSkopeoCopiesToContainersStorage"},
 	{File: "docs/release.md", Key: "docker://registry.example.com/portcullis/kube-apiserver", Untestable: "pushes to registry.example.com, the placeholder for the operator's registry"},
 
