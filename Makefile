@@ -103,10 +103,10 @@ release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into it
 	GO='$(GO)' build/release.sh $(RELEASE_DIR) $(RELEASE_PLATFORMS)
 
 .PHONY: verify-release
-verify-release: ## build the release twice into two directories; fail unless byte-identical with both platforms in the index
+verify-release: ## build the release twice into two directories; fail unless byte-identical with RELEASE_PLATFORMS (both, unless named) in the index
 	GO='$(GO)' build/verify-release.sh $(VERIFY_RELEASE_FLAGS) $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
 
-# The older minors' releases for this machine's platform. The oldest is built twice, whole,
+# The older minors' releases for linux/amd64. The oldest is built twice, whole,
 # and compared: an older minor's packaging has paths of its own (the licence texts read from a
 # copy of the tree with its go.mod in place, the kit renamed to it, the SBOM under -modfile).
 # The others are packaged once, their binaries built twice and compared
@@ -120,14 +120,22 @@ verify-release-minors: ## the older minors' releases for linux/amd64: the oldest
 	  $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=$$flags verify-release; \
 	done
 
-# make test checks a release of this machine's platform only; verify-release builds both
-# platforms twice (CI runs it for linux/amd64 only: docs/release.md).
+# make test checks a release of linux/amd64 only; verify-release builds both
+# platforms twice (CI runs it for linux/amd64 only: docs/release.md). TEST_RELEASE_DIR.sources
+# names the sources it was built from (portcullis::tree_fingerprint), so that CI takes it as
+# the first of verify-release's two builds (verify-release-after-test).
 TEST_RELEASE_DIR      := $(OUT_DIR)/test-release
 TEST_RELEASE_PLATFORM := linux/amd64
 
+.PHONY: verify-release-after-test
+verify-release-after-test: ## the release make test-release built (linux/amd64), built once more and compared, then checked (CI runs it after make test)
+	GO='$(GO)' build/verify-release.sh --against $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release $(TEST_RELEASE_PLATFORM)
+
 .PHONY: test-release
 test-release: install-test-deps testrecord ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
-	GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM)
+	rm -f $(TEST_RELEASE_DIR).sources
+	sources=$$(bash -c 'source hack/lib/init.sh && portcullis::tree_fingerprint') && \
+	  GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM) && echo "$$sources" >$(TEST_RELEASE_DIR).sources
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
 	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -json $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS) $(call record,release)
@@ -191,7 +199,8 @@ test: ## unit, race, fuzz, integration and release tests (what CI runs), each st
 install-test-deps: ## the Debian packages the integration and release tests run, when missing (hack/install-test-deps.sh; needs root)
 	hack/install-test-deps.sh
 
-# Every suite's go test writes -json through hack/testrecord, which prints what go test
+# Every suite's go test writes -json through hack/testrecord (built under a name of its own,
+# then renamed: make test builds it for two suites at once), which prints what go test
 # prints without it and records each test's outcome under RECORD_DIR, one directory per
 # minor: docs/compatibility.md's table of what is tested on each minor is written from those
 # records (make compatibility) and held to them (make verify-compatibility, in .ci/run).
@@ -205,7 +214,7 @@ record      = | $(TESTRECORD) -run '$(RUN_ID)' -o $(RECORD_DIR)/$(1).tsv
 .PHONY: testrecord
 testrecord:
 	@mkdir -p $(BIN_DIR) $(RECORD_DIR)
-	$(GO) build -o $(TESTRECORD) ./hack/testrecord
+	$(GO) build -o $(TESTRECORD).$$$$ ./hack/testrecord && mv -f $(TESTRECORD).$$$$ $(TESTRECORD)
 
 # The unit tests run as shipped: static, no cgo, compiled with the binary's PGO profile, so
 # that they share its compiled packages.
@@ -255,12 +264,15 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 # The older supported minors (releases/minors but the default), each from its own pins and
 # build tag, into _output/<minor>. What differs between minors is upstream's code and the few
 # files of a minor's build tag (kube1.N), so an older minor runs:
-# - go vet of every package, tests and integration suites included, with the checks go test
-#   runs (VET_CHECKS): everything compiles against that minor's Kubernetes (vet links nothing);
-# - the unit tests of MINOR_UNIT_PACKAGES (portcullis::minor_unit_packages): the packages
-#   whose build, tests included, reaches a file of a minor's build tag, and those that hold
-#   something of ours to the minor's upstream (MINOR_UNIT_ALSO), but for the harnesses that run
-#   on the newest minor only (MINOR_UNIT_NEWEST_ONLY);
+# - a compile of every package and test, integration suites included (go list -export -test,
+#   which compiles and links nothing): everything compiles against that minor's Kubernetes;
+# - the unit tests of MINOR_UNIT_PACKAGES (portcullis::minor_unit_packages), with the vet
+#   checks go test runs: the packages whose build, tests included, reaches a file of a minor's
+#   build tag, and those that hold something of ours to the minor's upstream (MINOR_UNIT_ALSO),
+#   but for the harnesses that run on the newest minor only (MINOR_UNIT_NEWEST_ONLY). go vet of
+#   every package is the newest minor's (make test's go test, make verify): vet judges our
+#   source, which differs between minors only in those packages' files, and its analysis of
+#   every package costs minutes of CPU per minor;
 # - the integration suite of the API server: our plugins through a real server, chain parity
 #   and served APIs against that minor's stock, the rollback to that minor's stock, the deploy
 #   kit rendered by that minor's kubeadm;
@@ -277,23 +289,20 @@ MINOR_UNIT_ALSO        := pkg/admission pkg/generated/openapi
 MINOR_UNIT_NEWEST_ONLY := hack/bench hack/soak hack/pgo-profile internal/bench internal/soak
 # A recipe's command (make's $(shell) does not see the minor's exported GOFLAGS).
 MINOR_UNIT_PACKAGES     = GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::minor_unit_packages $(addprefix $(MODULE)/,$(MINOR_UNIT_ALSO)) -- $(filter-out $(addprefix $(MODULE)/,$(MINOR_UNIT_NEWEST_ONLY)),$(UNIT_PACKAGES))'
-# go test's own vet checks (cmd/go's defaultVetFlags, of the toolchain go.mod names): what the
-# newest minor's unit tests already hold every package to.
-VET_CHECKS := -atomic -bools -buildtag -directive -errorsas -ifaceassert -nilfunc -printf -slog -stdversion -stringintconv -tests
 
 .PHONY: test-minors
-test-minors: ## every older supported minor: go vet, the unit tests of the packages whose build differs per minor, the API server's integration suite; then the upgrade across minors
+test-minors: ## every older supported minor: every package and test compiled, the unit tests of the packages whose build differs per minor, the API server's integration suite; then the upgrade across minors
 	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor test-minor; done
 	$(STAGE) upgrade $(MAKE) --no-print-directory test-upgrade
 
 .PHONY: test-minor
 test-minor: build-minor-test-binaries testrecord
-	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) ./...
+	$(GO) list $(PGO_FLAG) -export -test ./... >/dev/null
 	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
 
 # What make test-minors builds, compiled ahead into Go's build cache: each older minor's
-# binaries, and its packages and tests as go vet compiles them. .ci/run runs it in the
+# binaries, and its packages and tests (go list -export -test compiles them, links nothing). .ci/run runs it in the
 # background at the lowest priority, beside make test: it takes the CPU the foreground leaves
 # idle - while servers start, links run on one core, tests wait - and so make test-minors finds
 # its packages compiled. Alone, it is just the compile make test-minors would do.
@@ -303,7 +312,7 @@ prebuild-minors: ## compile ahead, into Go's build cache, what make test-minors 
 
 .PHONY: prebuild-minor
 prebuild-minor: build-minor-test-binaries
-	$(GO) vet $(PGO_FLAG) $(VET_CHECKS) ./...
+	$(GO) list $(PGO_FLAG) -export -test ./... >/dev/null
 
 # What the API server's integration suite runs, for one minor. etcd is the default minor's
 # (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API

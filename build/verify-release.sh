@@ -3,7 +3,8 @@
 #
 #   build/verify-release.sh WORKDIR PLATFORM...
 #     builds the whole release twice, into WORKDIR/1 and WORKDIR/2, requires the two to be
-#     byte-identical, and requires the image index to hold exactly linux/amd64 and linux/arm64.
+#     byte-identical, and requires the image index to hold exactly the PLATFORMs (make
+#     verify-release: linux/amd64 and linux/arm64; CI names linux/amd64 alone).
 #   build/verify-release.sh --package-once WORKDIR PLATFORM...
 #     builds the whole release once, into WORKDIR/1, and its binaries a second time, into
 #     WORKDIR/2, requires the binaries to be byte-identical, then checks the release as the
@@ -12,6 +13,12 @@
 #   build/verify-release.sh --binaries REFERENCE_DIR WORKDIR PLATFORM...
 #     builds just the binaries into WORKDIR and requires each to equal REFERENCE_DIR's (what
 #     `make test` runs after `make release`; with a warm build cache it costs only a link).
+#   build/verify-release.sh --against REFERENCE_DIR WORKDIR PLATFORM...
+#     the first form, with REFERENCE_DIR as the first build: a whole release of the same
+#     PLATFORMs that build/release.sh made from these very sources, as REFERENCE_DIR.sources
+#     records (make test-release writes it). Builds the release once more, into WORKDIR/2,
+#     requires the two to be byte-identical, and checks it. CI runs it after make test, so
+#     that the release make test packaged is one of the two, not a third packaging.
 #
 # Both builds share Go's build cache, so this proves the link and the packaging reproducible
 # and independent of the output directory; the compiler's own determinism is Go's to keep.
@@ -47,16 +54,20 @@ same_binaries() {
 }
 
 reference=""
+against=""
 package_once=false
 if [[ ${1:-} == --binaries ]]; then
   reference=$2
+  shift 2
+elif [[ ${1:-} == --against ]]; then
+  against=$(cd "$2" && pwd) || exit 2
   shift 2
 elif [[ ${1:-} == --package-once ]]; then
   package_once=true
   shift
 fi
 if [[ $# -lt 2 ]]; then
-  echo "usage: $0 [--binaries REFERENCE_DIR | --package-once] WORKDIR PLATFORM..." >&2
+  echo "usage: $0 [--binaries REFERENCE_DIR | --against REFERENCE_DIR | --package-once] WORKDIR PLATFORM..." >&2
   exit 2
 fi
 work=$1
@@ -73,21 +84,30 @@ if [[ -n ${reference} ]]; then
   exit 0
 fi
 
-build/release.sh "${work}/1" "$@"
+first=${work}/1
+if [[ -n ${against} ]]; then
+  if [[ ! -f ${against}.sources || $(<"${against}.sources") != "${fingerprint}" ]]; then
+    echo "${against} was not built from these sources (${against}.sources does not name them): build it again (make test-release), or check without it (make verify-release)" >&2
+    exit 1
+  fi
+  first=${against}
+else
+  build/release.sh "${first}" "$@"
+fi
 if [[ ${package_once} == true ]]; then
   build/release.sh --binaries-only "${work}/2" "$@"
-  same_binaries "${work}/1" "${work}/2" "$@"
+  same_binaries "${first}" "${work}/2" "$@"
   echo "the release, packaged once:"
 else
   build/release.sh "${work}/2" "$@"
-  if ! diff -r "${work}/1" "${work}/2"; then
-    echo "NOT REPRODUCIBLE: ${work}/1 and ${work}/2 differ (kept for inspection)" >&2
+  if ! diff -r "${first}" "${work}/2"; then
+    echo "NOT REPRODUCIBLE: ${first} and ${work}/2 differ (kept for inspection)" >&2
     explain_difference "${fingerprint}"
     exit 1
   fi
   echo "reproducible: two builds agree on every file:"
 fi
-cat "${work}/1/SHA256SUMS"
+cat "${first}/SHA256SUMS"
 
 # The index's platforms, what SHA256SUMS lists, and the deploy kit naming this release (an
 # older minor's release is tested nowhere else), checked by the release test package; -v
@@ -98,7 +118,7 @@ tests=(TestImageIndexPlatforms TestSHA256SUMSCoversTheRelease TestReleaseCarries
 # Compiled as make test-release compiles it (the binary's profile, the integration framework
 # listed beside it): the test then shares the release's compiled Kubernetes packages, where
 # compiling them without the profile would cost a cold cache another compile of Kubernetes.
-if ! PORTCULLIS_RELEASE_DIR="${work}/1" PORTCULLIS_RELEASE_PLATFORMS=${platforms} "${GO}" test -pgo="${PORTCULLIS_ROOT}/cmd/kube-apiserver/default.pgo" \
+if ! PORTCULLIS_RELEASE_DIR="${first}" PORTCULLIS_RELEASE_PLATFORMS=${platforms} "${GO}" test -pgo="${PORTCULLIS_ROOT}/cmd/kube-apiserver/default.pgo" \
   -count=1 -v -run "^($(IFS='|'; echo "${tests[*]}"))\$" ./test/release/ ./test/integration/framework >"${log}" 2>&1; then
   cat "${log}" >&2
   echo "the release tests failed (${log})" >&2

@@ -1,41 +1,72 @@
 #!/usr/bin/env bash
-# Runs two stages at once: one mostly waiting (servers starting, tests polling) in the
-# foreground, and one that computes beside it, niced, so that it takes the CPU the first leaves
-# idle rather than slowing it. make test runs the integration suites beside the release tests
-# this way.
+# Runs stages at once: the first in front, the others beside it, niced for CPU and I/O, so that
+# they take what the first leaves idle rather than slowing it. Stages that mostly wait (servers
+# starting, tests polling) gain the most: make test runs the release tests beside the
+# integration suites this way, and make test-minors each older minor's suites beside another's.
 #
-#   hack/beside.sh NAME COMMAND BESIDE_NAME BESIDE_COMMAND
+#   hack/beside.sh NAME COMMAND [NAME COMMAND]...
 #
-# Each COMMAND is a bash command line, run as a stage of its name (hack/stage.sh). The
-# foreground's output streams; the other's is kept and printed whole when both have ended, so
-# that the two never interleave. Exits non-zero if either failed, after both have ended; a
-# signal ends both.
+# Each COMMAND is a bash command line, run as a stage of its name (hack/stage.sh), with no
+# standard input. The first's output streams; each other's goes to a file, printed whole when
+# all have ended (or when this script does, whatever the reason), so that they never
+# interleave. Exits with the first failed stage's status, in the order given, after all have
+# ended. An interrupt or a termination ends them all at once.
 set -o nounset -o pipefail
 
-if [[ $# -ne 4 ]]; then
-  echo "usage: $0 NAME COMMAND BESIDE_NAME BESIDE_COMMAND" >&2
+if [[ $# -lt 2 || $(($# % 2)) -ne 0 ]]; then
+  echo "usage: $0 NAME COMMAND [NAME COMMAND]..." >&2
   exit 2
 fi
 stage=$(dirname "${BASH_SOURCE[0]}")/stage.sh
-beside_log=$(mktemp)
-# Job control puts the background stage in a process group of its own (not a session: a
-# session of its own would be a scheduling group of its own, which Linux's autogroup gives an
-# equal share of the CPU whatever its nice), so that a signal ends all of it.
-set -m
-nice -n 10 "${stage}" "$3" bash -c "$4" >"${beside_log}" 2>&1 &
-beside=$!
-set +m
-trap 'kill -- "-${beside}" 2>/dev/null; rm -f "${beside_log}"' EXIT
+names=() jobs_=() logs=()
+printed=false
+# print_beside prints the other stages' output, once.
+print_beside() {
+  local i
+  if [[ ${printed} == true ]]; then
+    return
+  fi
+  printed=true
+  for ((i = 1; i < ${#names[@]}; i++)); do
+    echo "=== ${names[i]}'s output (it ran beside ${names[0]})${1:-}:"
+    cat "${logs[i]}"
+    rm -f "${logs[i]}"
+  done
+}
+trap 'for job in "${jobs_[@]}"; do kill -TERM -- "-${job}" 2>/dev/null; done; print_beside " (interrupted)"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-"${stage}" "$1" bash -c "$2"
-status=$?
-beside_status=0
-wait "${beside}" || beside_status=$?
-echo "=== ${3}'s output (it ran beside ${1}):"
-cat "${beside_log}"
-if [[ ${status} -ne 0 ]]; then
-  exit "${status}"
-fi
-exit "${beside_status}"
+# Job control gives each stage a process group of its own, so that a signal ends all of it
+# (the terminal's interrupt reaches this script, which passes it on); not a session of its
+# own, which Linux's autogroup would give an equal share of the CPU whatever its nice. This
+# script waits for them with wait, which a trapped signal interrupts at once.
+set -m
+while [[ $# -gt 0 ]]; do
+  names+=("$1")
+  if [[ ${#names[@]} -eq 1 ]]; then
+    logs+=("")
+    "${stage}" "$1" bash -c "$2" </dev/null &
+  else
+    logs+=("$(mktemp)")
+    echo "=== ${1} runs beside ${names[0]}, niced; its output is printed when all have ended (meanwhile in ${logs[-1]})"
+    nice -n 10 ionice -c 3 "${stage}" "$1" bash -c "$2" </dev/null >"${logs[-1]}" 2>&1 &
+  fi
+  jobs_+=($!)
+  shift 2
+done
+set +m
+
+status=0
+for ((i = 0; i < ${#jobs_[@]}; i++)); do
+  if [[ ${i} -eq 1 && -n $(jobs -rp) ]]; then
+    echo "=== ${names[0]} has ended; waiting for what runs beside it"
+  fi
+  job_status=0
+  wait "${jobs_[i]}" || job_status=$?
+  if [[ ${status} -eq 0 ]]; then
+    status=${job_status}
+  fi
+done
+print_beside
+exit "${status}"

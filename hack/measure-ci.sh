@@ -108,14 +108,15 @@ log=${work}/ci.log
 echo "measuring .ci/run at ${commit:0:12} in ${work} (its whole output: ${log})"
 
 # Every 5 s while it runs: the time, the CPU's busy and total jiffies (/proc/stat's first
-# line: user, nice, system, idle, iowait, irq, softirq, steal), and the memory available. The
+# line: user, nice, system, idle, iowait, irq, softirq, steal; the time a hypervisor stole
+# counts in the total, not as the run's work), and the memory available. The
 # table's "cores busy" column and the run's CPU time come from the first three, its peak
 # memory from the least memory available.
 samples=${work}/samples
 (
   while :; do
     read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
-    echo "${EPOCHREALTIME/[.,]/} $((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal)) $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"
+    echo "${EPOCHREALTIME/[.,]/} $((user + nice + system + irq + softirq)) $((user + nice + system + idle + iowait + irq + softirq + steal)) $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"
     sleep 5
   done
 ) >"${samples}" &

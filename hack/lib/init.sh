@@ -215,7 +215,8 @@ portcullis::stage_table() {
 # sample at or after FROM and the last at or before TO (Unix microseconds), with one decimal,
 # or "-" when fewer than two samples fall between them. SAMPLES: see portcullis::stage_table.
 portcullis::cores_busy() {
-  awk -v from="$2" -v to="$3" -v cpus="$(nproc)" '
+  # The CPUs /proc/stat adds up (nproc counts those this process may use, fewer in a cpuset).
+  awk -v from="$2" -v to="$3" -v cpus="$(grep -c '^cpu[0-9]' /proc/stat)" '
     $1 >= from && $1 <= to { if (first == "") { first = $1; busy0 = $2; all0 = $3 } busy1 = $2; all1 = $3; last = $1 }
     END {
       if (first == "" || last == first || all1 == all0) { print "-"; exit }
