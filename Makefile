@@ -121,9 +121,9 @@ verify-release-minors: ## the older minors' releases for linux/amd64: the oldest
 	done
 
 # make test checks a release of linux/amd64 only; verify-release builds both
-# platforms twice (CI runs it for linux/amd64 only: docs/release.md). TEST_RELEASE_DIR.sources
-# names the sources it was built from (portcullis::tree_fingerprint), so that CI takes it as
-# the first of verify-release's two builds (verify-release-after-test).
+# platforms twice (CI runs it for linux/amd64 only: docs/release.md). TEST_RELEASE_DIR.inputs
+# names what it was built from (portcullis::release_inputs), so that CI takes it as the first
+# of verify-release's two builds (verify-release-after-test).
 TEST_RELEASE_DIR      := $(OUT_DIR)/test-release
 TEST_RELEASE_PLATFORM := linux/amd64
 
@@ -133,9 +133,9 @@ verify-release-after-test: ## the release make test-release built (linux/amd64),
 
 .PHONY: test-release
 test-release: install-test-deps testrecord ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
-	rm -f $(TEST_RELEASE_DIR).sources
-	sources=$$(bash -c 'source hack/lib/init.sh && portcullis::tree_fingerprint') && \
-	  GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM) && echo "$$sources" >$(TEST_RELEASE_DIR).sources
+	rm -rf $(TEST_RELEASE_DIR) $(TEST_RELEASE_DIR).inputs
+	inputs=$$(GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::release_inputs $(TEST_RELEASE_PLATFORM)') && \
+	  GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM) && echo "$$inputs" >$(TEST_RELEASE_DIR).inputs
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
 	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -json $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS) $(call record,release)
@@ -265,14 +265,13 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 # build tag, into _output/<minor>. What differs between minors is upstream's code and the few
 # files of a minor's build tag (kube1.N), so an older minor runs:
 # - a compile of every package and test, integration suites included (go list -export -test,
-#   which compiles and links nothing): everything compiles against that minor's Kubernetes;
+#   which compiles them and links nothing): everything compiles against that minor's Kubernetes;
 # - the unit tests of MINOR_UNIT_PACKAGES (portcullis::minor_unit_packages), with the vet
 #   checks go test runs: the packages whose build, tests included, reaches a file of a minor's
 #   build tag, and those that hold something of ours to the minor's upstream (MINOR_UNIT_ALSO),
 #   but for the harnesses that run on the newest minor only (MINOR_UNIT_NEWEST_ONLY). go vet of
-#   every package is the newest minor's (make test's go test, make verify): vet judges our
-#   source, which differs between minors only in those packages' files, and its analysis of
-#   every package costs minutes of CPU per minor;
+#   the other packages is the newest minor's (make test's go test, make verify): its analysis
+#   of every package costs minutes of CPU per minor (docs/ci.md says what that leaves out);
 # - the integration suite of the API server: our plugins through a real server, chain parity
 #   and served APIs against that minor's stock, the rollback to that minor's stock, the deploy
 #   kit rendered by that minor's kubeadm;

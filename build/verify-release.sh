@@ -15,10 +15,13 @@
 #     `make test` runs after `make release`; with a warm build cache it costs only a link).
 #   build/verify-release.sh --against REFERENCE_DIR WORKDIR PLATFORM...
 #     the first form, with REFERENCE_DIR as the first build: a whole release of the same
-#     PLATFORMs that build/release.sh made from these very sources, as REFERENCE_DIR.sources
-#     records (make test-release writes it). Builds the release once more, into WORKDIR/2,
-#     requires the two to be byte-identical, and checks it. CI runs it after make test, so
-#     that the release make test packaged is one of the two, not a third packaging.
+#     PLATFORMs that build/release.sh made from these very inputs, as REFERENCE_DIR.inputs
+#     records (portcullis::release_inputs; make test-release writes it). Builds the release
+#     once more, into WORKDIR/2, requires the two to be byte-identical, and checks it. CI runs
+#     it after make test, so that the release make test packaged is one of the two, not a
+#     third packaging.
+#
+# Relative paths are the repository root's.
 #
 # Both builds share Go's build cache, so this proves the link and the packaging reproducible
 # and independent of the output directory; the compiler's own determinism is Go's to keep.
@@ -60,7 +63,15 @@ if [[ ${1:-} == --binaries ]]; then
   reference=$2
   shift 2
 elif [[ ${1:-} == --against ]]; then
-  against=$(cd "$2" && pwd) || exit 2
+  if [[ $# -lt 4 ]]; then
+    echo "usage: $0 --against REFERENCE_DIR WORKDIR PLATFORM..." >&2
+    exit 2
+  fi
+  if [[ ! -d $2 ]]; then
+    echo "$2: no such release (make test-release builds it)" >&2
+    exit 1
+  fi
+  against=$(cd "$2" && pwd)
   shift 2
 elif [[ ${1:-} == --package-once ]]; then
   package_once=true
@@ -72,6 +83,14 @@ if [[ $# -lt 2 ]]; then
 fi
 work=$1
 shift
+if [[ -n ${against} ]]; then
+  # WORKDIR is emptied: it must neither hold the reference nor lie inside it.
+  work_abs=$(realpath -m "${work}")
+  if [[ ${against}/ == "${work_abs}/"* || ${work_abs}/ == "${against}/"* ]]; then
+    echo "${work}: the work directory and the reference ${against} overlap; name another" >&2
+    exit 2
+  fi
+fi
 rm -rf "${work}"
 mkdir -p "${work}"
 work=$(cd "${work}" && pwd)
@@ -86,8 +105,9 @@ fi
 
 first=${work}/1
 if [[ -n ${against} ]]; then
-  if [[ ! -f ${against}.sources || $(<"${against}.sources") != "${fingerprint}" ]]; then
-    echo "${against} was not built from these sources (${against}.sources does not name them): build it again (make test-release), or check without it (make verify-release)" >&2
+  if [[ ! -f ${against}.inputs || $(<"${against}.inputs") != "$(portcullis::release_inputs "$@")" ]]; then
+    echo "${against} was not built from what a build would use now (${against}.inputs: sources, platforms, SOURCE_DATE_EPOCH, toolchain): build it again (make test-release), or check without it (make verify-release)" >&2
+    diff <(cat "${against}.inputs" 2>/dev/null) <(portcullis::release_inputs "$@") >&2
     exit 1
   fi
   first=${against}

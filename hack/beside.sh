@@ -2,7 +2,7 @@
 # Runs stages at once: the first in front, the others beside it, niced for CPU and I/O, so that
 # they take what the first leaves idle rather than slowing it. Stages that mostly wait (servers
 # starting, tests polling) gain the most: make test runs the release tests beside the
-# integration suites this way, and make test-minors each older minor's suites beside another's.
+# integration suites this way.
 #
 #   hack/beside.sh NAME COMMAND [NAME COMMAND]...
 #
@@ -11,13 +11,14 @@
 # all have ended (or when this script does, whatever the reason), so that they never
 # interleave. Exits with the first failed stage's status, in the order given, after all have
 # ended. An interrupt or a termination ends them all at once.
-set -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+set +o errexit
 
 if [[ $# -lt 2 || $(($# % 2)) -ne 0 ]]; then
   echo "usage: $0 NAME COMMAND [NAME COMMAND]..." >&2
   exit 2
 fi
-stage=$(dirname "${BASH_SOURCE[0]}")/stage.sh
+stage=${PORTCULLIS_ROOT}/hack/stage.sh
 names=() jobs_=() logs=()
 printed=false
 # print_beside prints the other stages' output, once.
@@ -33,15 +34,16 @@ print_beside() {
     rm -f "${logs[i]}"
   done
 }
-trap 'for job in "${jobs_[@]}"; do kill -TERM -- "-${job}" 2>/dev/null; done; print_beside " (interrupted)"' EXIT
+# On the way out (a signal, or any other end), what a stage started is ended, waited for, and
+# the others' output printed.
+trap 'for job in "${jobs_[@]}"; do portcullis::kill_tree "${job}"; done; wait; print_beside " (interrupted)"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Job control gives each stage a process group of its own, so that a signal ends all of it
-# (the terminal's interrupt reaches this script, which passes it on); not a session of its
-# own, which Linux's autogroup would give an equal share of the CPU whatever its nice. This
+# The stages stay in this script's process group (a terminal's interrupt, or what ends the
+# group, reaches them too) and session (a session of its own would be a scheduling group of
+# its own, which Linux's autogroup gives an equal share of the CPU whatever its nice). This
 # script waits for them with wait, which a trapped signal interrupts at once.
-set -m
 while [[ $# -gt 0 ]]; do
   names+=("$1")
   if [[ ${#names[@]} -eq 1 ]]; then
@@ -55,7 +57,6 @@ while [[ $# -gt 0 ]]; do
   jobs_+=($!)
   shift 2
 done
-set +m
 
 status=0
 for ((i = 0; i < ${#jobs_[@]}; i++)); do

@@ -106,6 +106,17 @@ portcullis::tree_fingerprint() {
   } 2>/dev/null | sha256sum
 }
 
+# portcullis::release_inputs PLATFORM... names what a release built now would be made of: the
+# sources (portcullis::tree_fingerprint), the platforms, SOURCE_DATE_EPOCH, the Go toolchain
+# and the go env settings that change a build. make test-release records it beside its
+# release; build/verify-release.sh --against takes that release only if it still holds.
+portcullis::release_inputs() {
+  echo "sources $(portcullis::tree_fingerprint)"
+  echo "platforms $*"
+  echo "SOURCE_DATE_EPOCH ${SOURCE_DATE_EPOCH:-}"
+  (cd "${PORTCULLIS_ROOT}" && "${GO:-go}" version && "${GO:-go}" env GOFLAGS GOAMD64 GOARM64 GOEXPERIMENT CGO_ENABLED)
+}
+
 # portcullis::run_id names the sources a test run sees: the commit, and with uncommitted changes
 # or untracked files, "+dirty." and the start of their fingerprint, so that two different
 # working trees never share an id.
@@ -169,6 +180,20 @@ portcullis::minor_unit_packages() {
       echo "${pkg}"
     fi
   done
+}
+
+# portcullis::kill_tree PID sends SIGTERM to PID and every process below it, children first
+# found, then the parent, so that what PID started cannot outlive it: the test servers run in
+# process groups of their own, which a signal to the stage's group would miss.
+portcullis::kill_tree() {
+  local child
+  kill -STOP "$1" 2>/dev/null || return 0
+  for child in $(pgrep -P "$1"); do
+    portcullis::kill_tree "${child}"
+  done
+  kill -TERM "$1" 2>/dev/null
+  kill -CONT "$1" 2>/dev/null
+  return 0
 }
 
 # portcullis::minutes SECONDS prints them as minutes with one decimal (738 -> 12.3).
