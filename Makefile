@@ -286,6 +286,8 @@ MINOR_INTEGRATION      := ./test/integration/apiserver/
 MINOR_UNIT_ALSO        := pkg/admission pkg/generated/openapi
 # make bench, make soak and make pgo-profile run on the newest minor only.
 MINOR_UNIT_NEWEST_ONLY := hack/bench hack/soak hack/pgo-profile internal/bench internal/soak
+# Every package and test compiled against the minor, nothing linked, nothing vetted.
+COMPILE_EVERY_PACKAGE   = $(GO) list $(PGO_FLAG) -export -test ./... >/dev/null
 # A recipe's command (make's $(shell) does not see the minor's exported GOFLAGS).
 MINOR_UNIT_PACKAGES     = GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::minor_unit_packages $(addprefix $(MODULE)/,$(MINOR_UNIT_ALSO)) -- $(filter-out $(addprefix $(MODULE)/,$(MINOR_UNIT_NEWEST_ONLY)),$(UNIT_PACKAGES))'
 
@@ -296,12 +298,12 @@ test-minors: ## every older supported minor: every package and test compiled, th
 
 .PHONY: test-minor
 test-minor: build-minor-test-binaries testrecord
-	$(GO) list $(PGO_FLAG) -export -test ./... >/dev/null
+	$(COMPILE_EVERY_PACKAGE)
 	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
 
 # What make test-minors builds, compiled ahead into Go's build cache: each older minor's
-# binaries, and its packages and tests (go list -export -test compiles them, links nothing). .ci/run runs it in the
+# binaries, and its packages and tests (COMPILE_EVERY_PACKAGE). .ci/run runs it in the
 # background at the lowest priority, beside make test: it takes the CPU the foreground leaves
 # idle - while servers start, links run on one core, tests wait - and so make test-minors finds
 # its packages compiled. Alone, it is just the compile make test-minors would do.
@@ -311,7 +313,7 @@ prebuild-minors: ## compile ahead, into Go's build cache, what make test-minors 
 
 .PHONY: prebuild-minor
 prebuild-minor: build-minor-test-binaries
-	$(GO) list $(PGO_FLAG) -export -test ./... >/dev/null
+	$(COMPILE_EVERY_PACKAGE)
 
 # What the API server's integration suite runs, for one minor. etcd is the default minor's
 # (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API
