@@ -33,12 +33,13 @@ GO       ?= go
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
 export SOURCE_DATE_EPOCH
 
-# The Go toolchain: go.mod's toolchain line (newer than upstream's declared one, for every
-# standard-library security fix; go.mod's go line keeps go 1.26.0 semantics). Machines come
-# with GOTOOLCHAIN=local, which ignores that line: the export makes every go command of
-# the build, the tests, the scripts and the release use it, for every module of the
-# repository (the go command fetches it through the module proxy once).
-export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
+# The Go toolchain: the minor's go.mod toolchain line, never older than the one upstream's
+# release of that patch declares (docs/compatibility.md, "Go toolchain"; the go line and
+# godebug settings are upstream's). Machines come with GOTOOLCHAIN=local, which ignores that
+# line: the export makes every go command of the minor's build, tests, scripts and release use
+# it, for every module of the repository (the go command fetches it through the module proxy
+# once when it is not the machine's own).
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(GOMOD))
 
 # One build configuration for everything - binaries, tests and the release - so a cold cache
 # compiles Kubernetes once: static (no cgo) and -trimpath, as release binaries must be.
@@ -102,9 +103,11 @@ release: ## every supported minor's release (static kube-apiserver for linux/amd
 release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into its RELEASE_DIR
 	GO='$(GO)' build/release.sh $(RELEASE_DIR) $(RELEASE_PLATFORMS)
 
+# RECORD_RELEASE_TESTS=yes records the release tests' outcomes in the minor's records (an older
+# minor's release is tested there alone: docs/compatibility.md's table reads them).
 .PHONY: verify-release
-verify-release: ## build the release twice into two directories; fail unless byte-identical with RELEASE_PLATFORMS (both, unless named) in the index
-	GO='$(GO)' build/verify-release.sh $(VERIFY_RELEASE_FLAGS) $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
+verify-release: $(if $(RECORD_RELEASE_TESTS),testrecord) ## build the release twice into two directories; fail unless byte-identical with RELEASE_PLATFORMS (both, unless named) in the index
+	$(if $(RECORD_RELEASE_TESTS),RELEASE_TEST_RECORD='$(TESTRECORD) -run $(RUN_ID) -o $(RECORD_DIR)/release.tsv') GO='$(GO)' build/verify-release.sh $(VERIFY_RELEASE_FLAGS) $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
 
 # The older minors' releases for linux/amd64. The oldest is built twice, whole,
 # and compared: an older minor's packaging has paths of its own (the licence texts read from a
@@ -117,7 +120,7 @@ verify-release: ## build the release twice into two directories; fail unless byt
 verify-release-minors: ## the older minors' releases for linux/amd64: the oldest built twice and compared, the others packaged once with their binaries built twice
 	for minor in $(OLDER_MINORS); do \
 	  flags=$$([[ $$minor == $(firstword $(OLDER_MINORS)) ]] || echo --package-once); \
-	  $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=$$flags verify-release; \
+	  $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor RELEASE_PLATFORMS=linux/amd64 VERIFY_RELEASE_FLAGS=$$flags RECORD_RELEASE_TESTS=yes verify-release; \
 	done
 
 # make test checks a release of linux/amd64 only; verify-release builds both
@@ -140,35 +143,44 @@ test-release: install-test-deps testrecord ## release tests: amd64 release rebui
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
 	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -json $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS) $(call record,release)
 
+# Upstream's binaries - stock kube-apiserver (the drop-in yardstick), kube-controller-manager,
+# kubeadm, kubectl - are built from releases/<minor>/upstream, a module that requires
+# k8s.io/kubernetes alone, so that they link upstream's own module graph, not ours; etcd from
+# releases/<minor>/etcd, the version that minor's kubeadm deploys. Both are written by
+# hack/update-kube-version.sh.
+UPSTREAM_MODULE := releases/$(KUBE_MINOR)/upstream
+ETCD_MODULE     := releases/$(KUBE_MINOR)/etcd
+UPSTREAM_GO      = $(OTHER_MODULE_GOFLAGS) $(GO) -C $(UPSTREAM_MODULE)
+
 .PHONY: etcd
-etcd: ## build etcd at the version Kubernetes pins into _output/bin
+etcd: ## build the etcd server that KUBE_MINOR's kubeadm deploys (releases/<minor>/etcd) into _output/bin
 	@mkdir -p $(BIN_DIR)
-	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
+	$(OTHER_MODULE_GOFLAGS) $(GO) -C $(ETCD_MODULE) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
 
 .PHONY: stock
-stock: ## build stock kube-apiserver from the same module graph (the drop-in yardstick)
+stock: ## build stock kube-apiserver from upstream's own module graph (releases/<minor>/upstream: the drop-in yardstick)
 	@mkdir -p $(BIN_DIR)
-	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
+	$(UPSTREAM_GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
 
 .PHONY: kube-controller-manager
-kube-controller-manager: ## build kube-controller-manager from the same module graph (for make run)
+kube-controller-manager: ## build kube-controller-manager from upstream's own module graph (for make run)
 	@mkdir -p $(BIN_DIR)
-	$(GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(UPSTREAM_GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 
-# kubeadm and kubectl report the Kubernetes version go.mod requires, stamped as upstream's
+# kubeadm and kubectl report the Kubernetes version the minor's go.mod requires, stamped as upstream's
 # release builds stamp it (`kubectl version` fails on an unstamped client's version).
 KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\)$$|\1|p' $(GOMOD))
 KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
 .PHONY: kubeadm
-kubeadm: ## build kubeadm's CLI from the same module graph (the docs tests run docs/operating.md's kubeadm commands with it)
+kubeadm: ## build kubeadm's CLI from upstream's own module graph (the docs tests run docs/operating.md's kubeadm commands with it)
 	@mkdir -p $(BIN_DIR)
-	$(GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubeadm k8s.io/kubernetes/cmd/kubeadm
+	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubeadm k8s.io/kubernetes/cmd/kubeadm
 
 .PHONY: kubectl
-kubectl: ## build kubectl from the same module graph (the docs tests run the documented kubectl commands with it)
+kubectl: ## build kubectl from upstream's own module graph (the docs tests run the documented kubectl commands with it)
 	@mkdir -p $(BIN_DIR)
-	$(GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubectl k8s.io/kubernetes/cmd/kubectl
+	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubectl k8s.io/kubernetes/cmd/kubectl
 
 .PHONY: local-up
 local-up:
@@ -272,14 +284,18 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 #   but for the harnesses that run on the newest minor only (MINOR_UNIT_NEWEST_ONLY). go vet of
 #   the other packages is the newest minor's (make test's go test, make verify): its analysis
 #   of every package costs minutes of CPU per minor (docs/ci.md says what that leaves out);
-# - the integration suite of the API server: our plugins through a real server, chain parity
-#   and served APIs against that minor's stock, the rollback to that minor's stock, the deploy
-#   kit rendered by that minor's kubeadm;
+# - the integration suites of the API server and of the webhook dispatch: our plugins through a
+#   real server, chain parity and served APIs against that minor's stock (built from upstream's
+#   graph), the module graph, the rollback to that minor's stock, the deploy kit rendered by
+#   that minor's kubeadm, on the etcd that minor's kubeadm deploys; upstream's dispatch and ours
+#   through real webhooks (the minor's adapter files live there);
 # then the upgrade across every minor, one etcd, each minor's binary in turn (test/upgrade).
-# The race detector, the fuzz smoke and the other integration suites run on the newest minor.
+# The race detector, the fuzz smoke and the other integration suites run on the newest minor;
+# make verify-release-minors runs the release's binary, SBOM, licence and image tests on each
+# older minor's release.
 # .ci/run runs it after make test.
 OLDER_MINORS           := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
-MINOR_INTEGRATION      := ./test/integration/apiserver/
+MINOR_INTEGRATION      := ./test/integration/apiserver/ ./test/integration/webhook/
 # pkg/admission's drift guards read the minor's upstream order and defaults
 # (testdata/<minor>/); pkg/generated/openapi's test holds our OpenAPI definitions beside the
 # minor's upstream ones.
@@ -292,7 +308,7 @@ COMPILE_EVERY_PACKAGE   = $(GO) list $(PGO_FLAG) -export -test ./... >/dev/null
 MINOR_UNIT_PACKAGES     = GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::minor_unit_packages $(addprefix $(MODULE)/,$(MINOR_UNIT_ALSO)) -- $(filter-out $(addprefix $(MODULE)/,$(MINOR_UNIT_NEWEST_ONLY)),$(UNIT_PACKAGES))'
 
 .PHONY: test-minors
-test-minors: ## every older supported minor: every package and test compiled, the unit tests of the packages whose build differs per minor, the API server's integration suite; then the upgrade across minors
+test-minors: ## every older supported minor: every package and test compiled, the unit tests of the packages whose build differs per minor, the API server's and the webhook dispatch's integration suites; then the upgrade across minors
 	for minor in $(OLDER_MINORS); do $(STAGE) $$minor $(MAKE) --no-print-directory KUBE_MINOR=$$minor test-minor; done
 	$(STAGE) upgrade $(MAKE) --no-print-directory test-upgrade
 
@@ -315,14 +331,11 @@ prebuild-minors: ## compile ahead, into Go's build cache, what make test-minors 
 prebuild-minor: build-minor-test-binaries
 	$(COMPILE_EVERY_PACKAGE)
 
-# What the API server's integration suite runs, for one minor. etcd is the default minor's
-# (go.mod's etcd server, which an older minor's graph may not build: its etcd client and API
-# modules are that Kubernetes's).
+# What the API server's integration suite runs, for one minor: etcd is the one its kubeadm
+# deploys.
 .PHONY: build-minor-test-binaries
 build-minor-test-binaries: BUILD_PGO = $(PGO_FLAG)
-build-minor-test-binaries: build stock kube-controller-manager local-up kubeadm
-	@mkdir -p $(BIN_DIR)
-	$(OTHER_MODULE_GOFLAGS) $(GO) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
+build-minor-test-binaries: build etcd stock kube-controller-manager local-up kubeadm
 
 # The upgrade test runs each minor's binaries, built by its test-minor (the default minor's by
 # build-test-binaries): _output/<minor>/bin, _output/bin for the default.

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Usage: hack/update-kube-version.sh v1.N.P
 #
-# Points one supported minor's pins at a Kubernetes patch release, leaving the other minors'
-# alone: the newest minor's go.mod (the default build) or releases/1.N/go.mod. It requires
-# k8s.io/kubernetes at that version and replaces every staging module that upstream's own
-# go.mod replaces with its published v0.N.P, then tidies. The list of staging modules is read
-# from upstream, never kept here. A minor not in releases/minors is refused: adding or
-# dropping a minor is a change of its own (docs/registry.md, "Kubernetes minors").
+# Moves one supported minor to a Kubernetes patch release, leaving the other minors' pins
+# alone, and names the new release:
+# - that minor's pins: the newest minor's go.mod (the default build) or releases/1.N/go.mod.
+#   They require k8s.io/kubernetes at that version, replace every staging module upstream's own
+#   go.mod replaces with its published v0.N.P, and take upstream's go line and godebug
+#   settings; tidy adds what our packages import, each module at the version upstream's graph
+#   selects (TestModuleGraphIsUpstreams names where the built binary still differs);
+# - releases/1.N/upstream: the module that builds that minor's stock binaries from upstream's
+#   graph alone (the parity suites' yardstick, kubeadm, kubectl, kube-controller-manager);
+# - releases/1.N/etcd: the etcd server that version's kubeadm deploys;
+# - VERSION (v1.N.P+portcullis.1), CHANGELOG.md's line for it, and for the newest minor the
+#   deploy kit, which names its release.
+# The list of staging modules is read from upstream, never kept here. A minor not in
+# releases/minors is refused: adding or dropping a minor is a change of its own
+# (docs/registry.md, "Kubernetes minors"). Each minor keeps its go.mod's toolchain line
+# (docs/compatibility.md, "Go toolchain").
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
 if [[ $# -ne 1 || ! $1 =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
@@ -17,10 +27,14 @@ kube_version=$1
 staging_version=$(portcullis::staging_version "${kube_version}")
 minor=${kube_version#v}
 minor=${minor%.*}
-PORTCULLIS_KUBE_MINOR=${minor}
+export PORTCULLIS_KUBE_MINOR=${minor}
 portcullis::kube_minor >/dev/null
 minor_dir=$(portcullis::minor_dir "${minor}")
 modfile=${minor_dir}/go.mod
+GOTOOLCHAIN=$(portcullis::toolchain "${minor}")
+export GOTOOLCHAIN
+# Only the go.mod files named below: never the caller's -modfile or build tags.
+export GOFLAGS=-trimpath
 # The go commands below read and write that minor's go.mod (and go.sum beside it).
 modflags=()
 if [[ ${minor_dir} != . ]]; then
@@ -30,45 +44,61 @@ fi
 cd "${PORTCULLIS_ROOT}"
 gomod=$(portcullis::upstream_gomod "${kube_version}")
 if [[ -z ${gomod} || ! -f ${gomod} ]]; then
-  echo "error: could not fetch k8s.io/kubernetes@${kube_version} from the module proxy" >&2
+  echo "error: the module proxy does not serve k8s.io/kubernetes@${kube_version} (asked by exact version)" >&2
   exit 1
 fi
+upstream_go=$(sed -n 's/^go //p' "${gomod}")
+mapfile -t upstream_godebug < <(portcullis::upstream_godebug "${gomod}")
+staging_modules=$(portcullis::staging_modules "${gomod}")
 
-# An older minor's pins start from the newest minor's go.mod (its tools and replaces) less
-# every requirement but Kubernetes itself: tidy adds back what our packages import, each
-# module at the version that minor's Kubernetes asks for, never the newest minor's.
+# replace_staging MODFLAGS... replaces every staging module with its published version.
+replace_staging() {
+  local args=() module
+  for module in ${staging_modules}; do
+    args+=(-replace="${module}=${module}@${staging_version}")
+  done
+  go mod edit "$@" "${args[@]}"
+}
+
+# upstream_settings MODFLAGS... gives a go.mod upstream's go line and godebug settings.
+upstream_settings() {
+  local args=(-go="${upstream_go}") setting
+  for setting in $(go mod edit -json "$@" | sed -n '/"Godebug"/,/\]/s/^[[:space:]]*"Key": "\(.*\)",$/\1/p'); do
+    args+=(-dropgodebug="${setting}")
+  done
+  for setting in "${upstream_godebug[@]}"; do
+    args+=(-godebug="${setting}")
+  done
+  go mod edit "$@" "${args[@]}"
+}
+
+# An older minor's pins start from nothing but Kubernetes and our staging API module: tidy adds
+# what our packages import, at the versions upstream's graph selects. The newest minor's go.mod
+# keeps its own requirements and tools (the code generators), each checked against upstream's
+# graph by the binary's.
 if [[ ${minor_dir} != . ]]; then
-  cp go.mod "${modfile}"
-  cp go.sum "${minor_dir}/go.sum"
-  go mod edit -json go.mod | awk '
-    /"Require": \[/ { inrequire = 1 }
-    inrequire && /^\t\]/ { inrequire = 0 }
-    inrequire && /"Path":/ { gsub(/[",]/, "", $2); print $2 }
-  ' | while read -r module; do
-    [[ ${module} == k8s.io/kubernetes ]] && continue
-    go mod edit "${modflags[@]}" -droprequire="${module}"
+  toolchain=$(portcullis::toolchain "${minor}")
+  {
+    echo "module $(go mod edit -json go.mod | sed -n 's/^[[:space:]]*"Path": "\(.*\)",\{0,1\}$/\1/p' | head -1)"
+    echo
+    echo "go ${upstream_go}"
+    echo
+    echo "toolchain ${toolchain}"
+  } >"${modfile}"
+  : >"${minor_dir}/go.sum"
+else
+  for old in $(go mod edit -json go.mod | sed -n '/"Replace"/,$s#^[[:space:]]*"Path": "\(k8s\.io/[^"]*\)",\{0,1\}$#\1#p' | sort -u); do
+    go mod edit -dropreplace="${old}" 2>/dev/null || true
   done
 fi
-
-# Drop the replaces of the previous release first, so a module upstream no longer stages
-# does not linger.
-for old in $(go mod edit -json "${modfile}" | sed -n 's#^[[:space:]]*"Path": "\(k8s\.io/[^"]*\)",\{0,1\}$#\1#p' | sort -u); do
-  [[ ${old} == k8s.io/kubernetes ]] && continue
-  go mod edit "${modflags[@]}" -dropreplace="${old}" 2>/dev/null || true
-done
-
-args=(-require="k8s.io/kubernetes@${kube_version}")
-count=0
-while read -r module; do
-  args+=(-replace="${module}=${module}@${staging_version}")
-  count=$((count + 1))
-done < <(portcullis::staging_modules "${gomod}")
-go mod edit "${modflags[@]}" "${args[@]}"
+upstream_settings "${modflags[@]}"
+go mod edit "${modflags[@]}" -require="k8s.io/kubernetes@${kube_version}" \
+  -require=github.com/portcullis-k8s/api@v0.0.0 \
+  -replace=github.com/portcullis-k8s/api=./staging/src/github.com/portcullis-k8s/api
+replace_staging "${modflags[@]}"
 for module in api apimachinery apiserver client-go component-base; do
   go mod edit "${modflags[@]}" -require="k8s.io/${module}@${staging_version}"
 done
-go mod edit "${modflags[@]}" -require=github.com/portcullis-k8s/api@v0.0.0
-go mod edit "${modflags[@]}" -replace=github.com/portcullis-k8s/api=./staging/src/github.com/portcullis-k8s/api
 # tidy reads the files of every build tag: for an older minor, the newest minor's files import
 # packages its staging modules lack, which -e lets pass (building with the minor's tag,
 # make build KUBE_MINOR=..., checks what the minor's files need).
@@ -78,18 +108,74 @@ else
   go mod tidy -e "${modflags[@]}"
 fi
 
-# Our staging API module builds on the newest minor's API types (an older minor's go.mod
-# replaces them with its own). Its requirements reach every older minor's go.mod: those are
-# tidied again, their Kubernetes pins unchanged.
-if [[ ${minor_dir} == . ]]; then
+# releases/1.N/upstream: stock's module. It requires k8s.io/kubernetes alone, with upstream's
+# replaces, go line and godebug settings, so every module resolves as in upstream's own build.
+upstream_dir=$(portcullis::upstream_module_dir "${minor}")
+mkdir -p "${upstream_dir}"
+{
+  echo "// Stock Kubernetes ${kube_version}, built from upstream's own module graph: written by"
+  echo "// hack/update-kube-version.sh; make stock, kube-controller-manager, kubeadm and kubectl"
+  echo "// build its tools."
+  echo "module github.com/portcullis-k8s/portcullis/releases/${minor}/upstream"
+  echo
+  echo "go ${upstream_go}"
+  echo
+  echo "toolchain ${GOTOOLCHAIN}"
+  echo
+  echo "require k8s.io/kubernetes ${kube_version}"
+  echo
+  echo "tool ("
+  for tool in $(portcullis::upstream_tools); do
+    echo "	${tool}"
+  done
+  echo ")"
+} >"${upstream_dir}/go.mod"
+: >"${upstream_dir}/go.sum"
+(
+  cd "${upstream_dir}"
+  upstream_settings
+  replace_staging
+  go mod tidy
+)
+
+# releases/1.N/etcd: the etcd server kubeadm of that version deploys (its DefaultEtcdVersion).
+etcd_version=$(portcullis::kubeadm_etcd_version "${kube_version}")
+etcd_dir=$(portcullis::etcd_module_dir "${minor}")
+mkdir -p "${etcd_dir}"
+etcd_gomod=$(go mod download -json "go.etcd.io/etcd/server/v3@v${etcd_version}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+{
+  echo "// etcd ${etcd_version}, the version kubeadm ${kube_version} deploys: written by"
+  echo "// hack/update-kube-version.sh; make etcd builds its tool."
+  echo "module github.com/portcullis-k8s/portcullis/releases/${minor}/etcd"
+  echo
+  echo "go $(sed -n 's/^go //p' "${etcd_gomod}")"
+  echo
+  echo "toolchain ${GOTOOLCHAIN}"
+  echo
+  echo "require go.etcd.io/etcd/server/v3 v${etcd_version}"
+  echo
+  echo "tool go.etcd.io/etcd/server/v3"
+} >"${etcd_dir}/go.mod"
+: >"${etcd_dir}/go.sum"
+(cd "${etcd_dir}" && go mod tidy)
+
+# Our staging API module builds on the oldest minor's API types, so that it raises no module in
+# any minor's graph: when the oldest minor moves, it moves, and every other minor is tidied again
+# (their Kubernetes pins unchanged).
+if [[ ${minor} == "$(portcullis::minors | head -n 1)" ]]; then
   (
     cd staging/src/github.com/portcullis-k8s/api
-    go mod edit -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
+    go mod edit -go="${upstream_go}" -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
     go mod tidy
   )
-  for older in $(portcullis::minors); do
-    [[ ${older} == "${minor}" ]] && continue
-    go mod tidy -e -modfile="$(portcullis::minor_dir "${older}")/go.mod"
+  for other in $(portcullis::minors); do
+    [[ ${other} == "${minor}" ]] && continue
+    other_dir=$(portcullis::minor_dir "${other}")
+    if [[ ${other_dir} == . ]]; then
+      GOTOOLCHAIN=$(portcullis::toolchain "${other}") go mod tidy
+    else
+      GOTOOLCHAIN=$(portcullis::toolchain "${other}") go mod tidy -e -modfile="${other_dir}/go.mod"
+    fi
   done
 fi
 
@@ -99,16 +185,35 @@ fi
 old_version=$(portcullis::version "${minor}")
 new_version="${kube_version}+portcullis.1"
 if [[ ${old_version} != "${new_version}" ]]; then
+  unreleased=false
+  if [[ $(portcullis::changelog_status "${old_version}") == unreleased ]]; then
+    unreleased=true
+  fi
   echo "${new_version}" >"${minor_dir}/VERSION"
-fi
-if [[ ${minor_dir} == . && ${old_version} != "${new_version}" ]]; then
+  portcullis::changelog_bump "${old_version}" "${new_version}"
   portcullis::release_renames "${old_version}" "${new_version}"
-  mapfile -t kit < <(portcullis::deploy_kit)
-  sed -i "${release_renames[@]}" "${kit[@]}"
+  # The pages that name each minor's release (a test holds them to VERSION).
+  sed -i "${release_renames[@]}" README.md docs/compatibility.md
+  # The minor's line of releases (pkg/releases): an unreleased release is renamed; a cut one
+  # stays, and the new one follows it.
+  if ${unreleased}; then
+    sed -i "${release_renames[@]}" pkg/releases/releases.go
+  else
+    echo "pkg/releases/releases.go: add ${new_version} to ${minor}'s line, after ${old_version}" >&2
+  fi
+  if [[ ${minor_dir} == . ]]; then
+    mapfile -t kit < <(portcullis::deploy_kit)
+    sed -i "${release_renames[@]}" "${kit[@]}"
+  fi
 fi
 
-echo "${modfile} now requires k8s.io/kubernetes ${kube_version} with ${count} staging modules at ${staging_version}; ${minor_dir}/VERSION is ${new_version}."
-echo "Remember the pinned lists in pkg/admission/testdata, and CHANGELOG.md: what changed upstream that matters here."
+echo "${modfile} now requires k8s.io/kubernetes ${kube_version} with $(wc -w <<<"${staging_modules}") staging modules at ${staging_version};"
+echo "${upstream_dir} builds stock ${kube_version} from upstream's graph; ${etcd_dir} builds etcd ${etcd_version}; ${minor_dir}/VERSION is ${new_version}."
+echo "Then: make test-minor KUBE_MINOR=${minor} (make test for the newest minor): TestModuleGraphIsUpstreams names every module the"
+echo "binary links at another version than upstream's graph (docs/compatibility.md lists the reasoned ones); the pinned lists in"
+echo "pkg/admission/testdata/${minor}; and CHANGELOG.md's section: what changed upstream that matters here."
 # The profile names upstream's functions: after a bump, the ones that moved or changed no
 # longer match and the build silently optimizes less. A fresh profile restores it.
-echo "Then rebuild and regenerate the PGO profile: make pgo-profile (writes cmd/kube-apiserver/default.pgo; commit it)."
+if [[ ${minor_dir} == . ]]; then
+  echo "Then rebuild and regenerate the PGO profile: make pgo-profile (writes cmd/kube-apiserver/default.pgo; commit it)."
+fi

@@ -1,43 +1,52 @@
 #!/usr/bin/env bash
-# Fails when the Go toolchain we build with (go.mod's toolchain line) is an older patch
-# release of the same minor as the one upstream declares for the Kubernetes release we pin
-# (k8s.io/kubernetes's .go-version): it would lack standard-library security fixes that
-# upstream's own release has. A newer minor is fine. Also checks that every go.mod of the
-# repository names the same toolchain, and that it is the one in use.
+# Fails when a supported minor's Go toolchain (its go.mod's toolchain line) is older than the
+# one upstream's release of that patch declares (k8s.io/kubernetes's .go-version): it would
+# lack standard-library fixes upstream's own release has (docs/compatibility.md, "Go
+# toolchain"). Also checks that the modules building that minor's upstream binaries and etcd
+# (releases/<minor>/upstream, releases/<minor>/etcd) name the same toolchain, and that the
+# minor being built (KUBE_MINOR) runs it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
-ours=${GOTOOLCHAIN#go}
-if [[ -z ${ours} ]]; then
-  echo "go.mod: no toolchain line (want one at least as new as upstream's .go-version)" >&2
-  exit 1
-fi
-kube_version=$(portcullis::gomod_kube_version)
-upstream_dir=$(cd "${PORTCULLIS_ROOT}" && go mod download -json "k8s.io/kubernetes@${kube_version}" |
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-upstream=$(tr -d '[:space:]' <"${upstream_dir}/.go-version")
+# older A B: whether Go version A (1.N.P) is older than B.
+older() {
+  local a_major a_minor a_patch b_major b_minor b_patch
+  IFS=. read -r a_major a_minor a_patch <<<"$1"
+  IFS=. read -r b_major b_minor b_patch <<<"$2"
+  ((a_major < b_major || (a_major == b_major && a_minor < b_minor) ||
+    (a_major == b_major && a_minor == b_minor && ${a_patch:-0} < ${b_patch:-0})))
+}
 
 failed=0
-IFS=. read -r our_major our_minor our_patch <<<"${ours}"
-IFS=. read -r up_major up_minor up_patch <<<"${upstream}"
-if ((our_major < up_major || (our_major == up_major && our_minor < up_minor) ||
-  (our_major == up_major && our_minor == up_minor && ${our_patch:-0} < ${up_patch:-0}))); then
-  echo "go.mod: toolchain go${ours} is older than go${upstream}, which k8s.io/kubernetes ${kube_version} declares (.go-version): move the toolchain line forward" >&2
-  failed=1
-fi
-for mod in staging/src/github.com/portcullis-k8s/api/go.mod build/image/go.mod; do
-  theirs=$(sed -n 's/^toolchain //p' "${mod}")
-  if [[ -n ${theirs} && ${theirs} != "${GOTOOLCHAIN}" ]]; then
-    echo "${mod}: toolchain ${theirs}, go.mod's is ${GOTOOLCHAIN}: one toolchain for the repository" >&2
+for minor in $(portcullis::minors); do
+  modfile=$(portcullis::minor_dir "${minor}")/go.mod
+  modfile=${modfile#./}
+  toolchain=$(portcullis::toolchain "${minor}")
+  if [[ -z ${toolchain} ]]; then
+    echo "${modfile}: no toolchain line (want one at least as new as upstream's .go-version)" >&2
+    failed=1
+    continue
+  fi
+  kube_version=$(portcullis::gomod_kube_version "${minor}")
+  upstream_dir=$(go mod download -json "k8s.io/kubernetes@${kube_version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  upstream=$(tr -d '[:space:]' <"${upstream_dir}/.go-version")
+  if older "${toolchain#go}" "${upstream}"; then
+    echo "${modfile}: toolchain ${toolchain} is older than go${upstream}, which k8s.io/kubernetes ${kube_version} declares (.go-version): move the toolchain line forward" >&2
     failed=1
   fi
+  for mod in "$(portcullis::upstream_module_dir "${minor}")/go.mod" "$(portcullis::etcd_module_dir "${minor}")/go.mod"; do
+    theirs=$(sed -n 's/^toolchain //p' "${mod}" 2>/dev/null)
+    if [[ ${theirs} != "${toolchain}" ]]; then
+      echo "${mod}: toolchain ${theirs:-missing}, ${modfile}'s is ${toolchain}: one toolchain for a minor (hack/update-kube-version.sh ${kube_version} writes it)" >&2
+      failed=1
+    fi
+  done
+  echo "Kubernetes ${minor}: Go toolchain ${toolchain}; upstream ${kube_version} declares go${upstream}."
 done
+want=$(portcullis::toolchain)
 in_use=$(go env GOVERSION)
-if [[ ${in_use} != "${GOTOOLCHAIN}" ]]; then
-  echo "the go command runs ${in_use}, not ${GOTOOLCHAIN}" >&2
+if [[ ${in_use} != "${want}" ]]; then
+  echo "the go command runs ${in_use}, not ${want} ($(portcullis::kube_minor)'s)" >&2
   failed=1
-fi
-if ((failed == 0)); then
-  echo "Go toolchain ${GOTOOLCHAIN}; upstream ${kube_version} declares go${upstream}."
 fi
 exit "${failed}"

@@ -53,20 +53,54 @@ for minor in $(portcullis::minors); do
     fi
   done <<<"${actual}"
 
-  staging_api=staging/src/github.com/portcullis-k8s/api
-  for module in k8s.io/api k8s.io/apimachinery; do
-    [[ ${minor_dir} == . ]] || break
-    have=$(cd "${staging_api}" && go mod edit -json | grep -A1 "\"Path\": \"${module}\"" | sed -n 's/.*"Version": "\(.*\)".*/\1/p' | head -1)
-    if [[ ${have} != "${want_version}" ]]; then
-      echo "${staging_api}/go.mod: ${module} ${have:-missing}, want ${want_version} to match k8s.io/kubernetes ${kube_version}" >&2
+  # Upstream's go line and godebug settings.
+  upstream_go=$(sed -n 's/^go //p' "${gomod}")
+  have_go=$(go mod edit -json "${modfile}" | sed -n 's/^[[:space:]]*"Go": "\(.*\)",$/\1/p')
+  if [[ ${have_go} != "${upstream_go}" ]]; then
+    echo "${modfile}: go ${have_go}, upstream ${kube_version}'s is go ${upstream_go}" >&2
+    failed=1
+  fi
+  want_godebug=$(portcullis::upstream_godebug "${gomod}" | sort)
+  have_godebug=$(portcullis::upstream_godebug "${modfile}" | sort)
+  if [[ ${have_godebug} != "${want_godebug}" ]]; then
+    echo "${modfile}: godebug ${have_godebug:-none}, upstream ${kube_version}'s is ${want_godebug:-none}" >&2
+    failed=1
+  fi
+
+  # Stock's module: k8s.io/kubernetes alone at the same release, upstream's replaces, go line
+  # and godebug, tidy. etcd's: the version that release's kubeadm deploys, tidy.
+  upstream_module=$(portcullis::upstream_module_dir "${minor}")
+  etcd_module=$(portcullis::etcd_module_dir "${minor}")
+  if [[ ! -f ${upstream_module}/go.mod || ! -f ${etcd_module}/go.mod ]]; then
+    echo "${upstream_module}/go.mod or ${etcd_module}/go.mod is missing" >&2
+    failed=1
+  else
+    stock_json=$(go mod edit -json "${upstream_module}/go.mod")
+    if ! grep -q "\"Version\": \"${kube_version}\"" <<<"${stock_json}" ||
+      [[ $(grep -c "\"Version\": \"${want_version}\"" <<<"${stock_json}") -lt $(wc -w <<<"${expected}") ]] ||
+      [[ $(sed -n 's/^go //p' "${upstream_module}/go.mod") != "${upstream_go}" ]] ||
+      [[ $(portcullis::upstream_godebug "${upstream_module}/go.mod" | sort) != "${want_godebug}" ]]; then
+      echo "${upstream_module}/go.mod is not stock ${kube_version}'s module (k8s.io/kubernetes, its staging modules at ${want_version}, upstream's go line and godebug)" >&2
       failed=1
     fi
-  done
+    etcd_version=$(portcullis::kubeadm_etcd_version "${kube_version}")
+    if ! go mod edit -json "${etcd_module}/go.mod" | grep -A1 '"Path": "go.etcd.io/etcd/server/v3"' | grep -q "\"Version\": \"v${etcd_version}\""; then
+      echo "${etcd_module}/go.mod does not require go.etcd.io/etcd/server/v3 v${etcd_version}, which kubeadm ${kube_version} deploys" >&2
+      failed=1
+    fi
+    for module in "${upstream_module}" "${etcd_module}"; do
+      if ! (cd "${module}" && go mod tidy -diff >/dev/null 2>&1); then
+        echo "${module}/go.mod and its go.sum are not tidy" >&2
+        failed=1
+      fi
+    done
+  fi
 
   if ! PORTCULLIS_KUBE_MINOR=${minor} build/version.sh >/dev/null; then
     failed=1
   fi
 
+  export GOTOOLCHAIN=$(portcullis::toolchain "${minor}")
   if [[ ${minor_dir} == . ]]; then
     tidy=(go mod tidy -diff)
   else
@@ -84,6 +118,56 @@ for minor in $(portcullis::minors); do
     continue
   fi
   echo "${modfile} pins agree: k8s.io/kubernetes ${kube_version}, $(wc -w <<<"${expected}") staging modules at ${want_version}."
+done
+
+# Our staging API module builds on the oldest minor's API types and go line, so that it raises
+# nothing in any minor's graph (docs/compatibility.md, "Exactly upstream's build").
+oldest=$(portcullis::minors | head -n 1)
+oldest_kube=$(portcullis::gomod_kube_version "${oldest}")
+oldest_gomod=$(portcullis::upstream_gomod "${oldest_kube}")
+staging_api=staging/src/github.com/portcullis-k8s/api
+for module in k8s.io/api k8s.io/apimachinery; do
+  have=$(cd "${staging_api}" && go mod edit -json | grep -A1 "\"Path\": \"${module}\"" | sed -n 's/.*"Version": "\(.*\)".*/\1/p' | head -1)
+  if [[ ${have} != "$(portcullis::staging_version "${oldest_kube}")" ]]; then
+    echo "${staging_api}/go.mod: ${module} ${have:-missing}, want $(portcullis::staging_version "${oldest_kube}"), the oldest minor's (hack/update-kube-version.sh ${oldest_kube})" >&2
+    status=1
+  fi
+done
+if [[ $(sed -n 's/^go //p' "${staging_api}/go.mod") != "$(sed -n 's/^go //p' "${oldest_gomod}")" ]]; then
+  echo "${staging_api}/go.mod: go $(sed -n 's/^go //p' "${staging_api}/go.mod"), want the oldest minor's, go $(sed -n 's/^go //p' "${oldest_gomod}")" >&2
+  status=1
+fi
+if ! (cd "${staging_api}" && go mod tidy -diff >/dev/null 2>&1); then
+  echo "${staging_api}/go.mod and its go.sum are not tidy" >&2
+  status=1
+fi
+
+# Each minor's release counter: a release CHANGELOG.md no longer calls unreleased has been cut
+# (tagged as its version); once the bytes that minor ships could differ from the tag's - its
+# pins, the toolchain, any source that is not a test or a doc - the minor's VERSION must name a
+# new release (+portcullis.K+1, or a new patch), with its CHANGELOG section and its line's entry
+# in pkg/releases. Another minor's bump that tidies this minor's go.sum is such a change.
+shipped=(go.mod go.sum releases cmd pkg plugin staging build hack/lib VERSION
+  ':(exclude)*_test.go' ':(exclude)**/testdata/**' ':(exclude)*.md')
+for minor in $(portcullis::minors); do
+  version=$(portcullis::version "${minor}")
+  case $(portcullis::changelog_status "${version}") in
+  unreleased) continue ;;
+  missing)
+    echo "CHANGELOG.md has no section for ${version} (${minor}'s VERSION): add one, '— unreleased' until it is cut" >&2
+    status=1
+    continue
+    ;;
+  esac
+  if ! git rev-parse -q --verify "refs/tags/${version}" >/dev/null; then
+    echo "${version} (${minor}) is released in CHANGELOG.md, but no tag names it: tag the commit it was cut from" >&2
+    status=1
+    continue
+  fi
+  if ! git diff --quiet "refs/tags/${version}" HEAD -- "${shipped[@]}"; then
+    echo "${minor} ships other bytes than ${version} (git diff ${version} -- ${shipped[*]}): raise its counter (VERSION, CHANGELOG.md's '— unreleased' section, pkg/releases)" >&2
+    status=1
+  fi
 done
 
 # The deploy kit names the newest minor's release: every Kubernetes version in it is that

@@ -30,7 +30,12 @@ func main() {
 	minorsFile := flag.String("minors", "", "the supported minors, oldest first (releases/minors)")
 	doc := flag.String("doc", "", "the page to write the table into")
 	verify := flag.Bool("verify", false, "write nothing; fail unless the page holds the table the records give")
+	releaseTests := flag.Bool("release-tests", false, "print the release tests every minor's release runs (make verify-release-minors), one a line, and exit")
 	flag.Parse()
+	if *releaseTests {
+		fmt.Println(strings.Join(releaseEveryMinor, "\n"))
+		return
+	}
 	if *records == "" || *minorsFile == "" || *doc == "" || flag.NArg() != 0 {
 		flag.Usage()
 		os.Exit(2)
@@ -88,12 +93,13 @@ func run(recordsDir, minorsFile, doc string, verify bool) error {
 }
 
 // suitesOf is the suites every minor's run records: the newest minor runs make test's whole
-// suite and the upgrade, an older one make test-minor's unit and integration suites.
+// suite and the upgrade, an older one make test-minor's unit and integration suites and make
+// verify-release-minors' release tests.
 func suitesOf(newest bool) []string {
 	if newest {
 		return []string{suiteUnit, suiteRace, suiteIntegration, suiteRelease, suiteUpgrade}
 	}
-	return []string{suiteUnit, suiteIntegration}
+	return []string{suiteUnit, suiteIntegration, suiteRelease}
 }
 
 // outcome is a test's (or, with test "", a package's) result in a record.

@@ -6,7 +6,7 @@ const (
 	suiteUnit        = "unit"        // make test-unit: UNIT_PACKAGES; make test-minor: MINOR_UNIT_PACKAGES
 	suiteRace        = "unit-race"   // make test-race: RACE_PACKAGES under -race
 	suiteIntegration = "integration" // make test-integration, make test-minor
-	suiteRelease     = "release"     // make test-release
+	suiteRelease     = "release"     // make test-release; make verify-release-minors (releaseEveryMinor)
 	suiteUpgrade     = "upgrade"     // make test-upgrade; recorded under the newest minor
 )
 
@@ -46,13 +46,25 @@ var capabilities = []capability{
 		tests: []string{"TestRollback"}},
 	{name: "bad input: refused at start-up, naming the flag or field, before etcd; preflight's findings", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
 		tests: []string{"TestBadInput", "TestBadAdmissionFlagsFailBeforeEtcd", "TestPreflightFindsProblems"}},
-	{name: "the build: the pinned Go toolchain and the PGO profile", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
-		tests: []string{"TestBuiltWithGo127", "TestBuiltWithThePGOProfile"}},
-	{name: "webhook dispatch through real servers (`test/integration/webhook`)", suite: suiteIntegration, pkg: "test/integration/webhook"},
+	{name: "the build: upstream's module graph for that patch but the listed modules, stock built from it alone, upstream's godebug settings", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestModuleGraphIsUpstreams"}},
+	{name: "the build: the minor's Go toolchain and the PGO profile", suite: suiteIntegration, pkg: "test/integration/apiserver", everyMinor: true,
+		tests: []string{"TestBuiltWithTheMinorsToolchain", "TestBuiltWithThePGOProfile"}},
+	{name: "webhook dispatch through real servers (`test/integration/webhook`)", suite: suiteIntegration, pkg: "test/integration/webhook", everyMinor: true},
 	{name: "`make run` (`test/integration/localup`)", suite: suiteIntegration, pkg: "test/integration/localup"},
 	{name: "`make bench`'s and `make soak`'s harnesses, smoke-sized (`test/integration/bench`)", suite: suiteIntegration, pkg: "test/integration/bench"},
 	{name: "the docs' commands, run with kubeadm's and kubectl's CLIs (`test/integration/docs`)", suite: suiteIntegration, pkg: "test/integration/docs"},
-	{name: "the release: rebuilt byte-identical, image, SBOM, skopeo, systemd-analyze (`test/release`)", suite: suiteRelease, pkg: "test/release"},
+	{name: "the release (`test/release`): static, trimmed and stamped binaries, SHA256SUMS, the SBOM, the licence texts, the image's index and filesystem, the deploy kit naming it", suite: suiteRelease, pkg: "test/release", everyMinor: true,
+		tests: releaseEveryMinor},
+	{name: "the release (`test/release`): the image's config, kubeadm's use of it, skopeo, systemd-analyze, the alerting rules", suite: suiteRelease, pkg: "test/release",
+		tests: []string{"TestReleaseBinaryKnowsThePlugins", "TestAdmissionConfig", "TestSystemdUnitVerifies", "TestSystemdUnitSettings", "TestKubeadmListsTheImage", "TestImageConfig",
+			"TestKubeadmDeployment", "TestKubeadmOwnAdmissionConfig", "TestKubeadmAdvertiseAddress", "TestKubeadmUpgrade", "TestAlertingRules", "TestSkopeoReadsTheArchive", "TestSkopeoCopiesToContainersStorage"}},
 	{name: "the upgrade across minors on one etcd (`test/upgrade`): objects unchanged, enforced, stored versions, stock rollback", suite: suiteUpgrade, pkg: "test/upgrade",
 		tests: []string{"TestUpgradeAcrossMinors"}, upgradeStep: true, everyMinor: true},
 }
+
+// releaseEveryMinor are the release tests make verify-release-minors runs on each older
+// minor's release (build/verify-release.sh reads them from RELEASE_TESTS, which the Makefile
+// passes from this list through hack/compatibility -release-tests).
+var releaseEveryMinor = []string{"TestSHA256SUMSCoversTheRelease", "TestBinariesAreStaticTrimmedAndStamped", "TestHostBinaryReportsTheVersion",
+	"TestSBOM", "TestThirdPartyLicenses", "TestImageIndexPlatforms", "TestImageFilesystem", "TestReleaseCarriesTheDeployKit"}

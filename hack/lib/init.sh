@@ -5,11 +5,6 @@ set -o errexit -o nounset -o pipefail
 PORTCULLIS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export PORTCULLIS_ROOT
 
-# The Go toolchain is go.mod's toolchain line, as the Makefile exports it (machines come with
-# GOTOOLCHAIN=local, which ignores the line).
-GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "${PORTCULLIS_ROOT}/go.mod")
-export GOTOOLCHAIN
-
 # The supported Kubernetes minors, oldest first (releases/minors); the newest is the default
 # build, pinned by go.mod. PORTCULLIS_KUBE_MINOR (the Makefile's KUBE_MINOR) picks another.
 portcullis::minors() {
@@ -38,6 +33,26 @@ portcullis::minor_dir() {
   else
     echo "releases/${minor}"
   fi
+}
+
+# portcullis::toolchain [MINOR] prints the Go toolchain that minor builds with: its go.mod's
+# toolchain line (docs/compatibility.md, "Go toolchain": each minor's is chosen against
+# upstream's .go-version for its patch).
+portcullis::toolchain() {
+  sed -n 's/^toolchain //p' "${PORTCULLIS_ROOT}/$(portcullis::minor_dir "$@")/go.mod"
+}
+
+# portcullis::upstream_module_dir [MINOR] prints releases/<minor>/upstream: the module that
+# builds that minor's stock binaries (kube-apiserver, kube-controller-manager, kubeadm, kubectl)
+# from upstream's own module graph, requiring k8s.io/kubernetes alone.
+portcullis::upstream_module_dir() {
+  echo "releases/${1:-$(portcullis::kube_minor)}/upstream"
+}
+
+# portcullis::etcd_module_dir [MINOR] prints releases/<minor>/etcd: the module that builds the
+# etcd server that minor's kubeadm deploys.
+portcullis::etcd_module_dir() {
+  echo "releases/${1:-$(portcullis::kube_minor)}/etcd"
 }
 
 # portcullis::gomod_kube_version [MINOR] prints the k8s.io/kubernetes version that minor's
@@ -305,4 +320,81 @@ portcullis::generated_paths() {
   echo pkg/apis
   echo pkg/generated
   echo hack/api-rules
+}
+
+# The Go toolchain is the minor's go.mod toolchain line (PORTCULLIS_KUBE_MINOR, the newest by
+# default), as the Makefile exports it: machines come with GOTOOLCHAIN=local, which ignores
+# the line.
+GOTOOLCHAIN=$(portcullis::toolchain 2>/dev/null || sed -n 's/^toolchain //p' "${PORTCULLIS_ROOT}/go.mod")
+export GOTOOLCHAIN
+
+# portcullis::upstream_godebug GOMOD prints upstream's godebug settings (key=value, one a line)
+# from its go.mod, in either of go.mod's forms (a line, or a block).
+portcullis::upstream_godebug() {
+  sed -n -e 's/^godebug \([^(][^[:space:]]*\)$/\1/p' -e '/^godebug (/,/^)/s/^[[:space:]]\+\([^[:space:]]*=[^[:space:]]*\)$/\1/p' "$1"
+}
+
+# portcullis::upstream_tools prints the packages of upstream's that the builds and tests run
+# as stock, each built from releases/<minor>/upstream.
+portcullis::upstream_tools() {
+  printf '%s\n' k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl
+}
+
+# portcullis::kubeadm_etcd_version v1.N.P prints the etcd version kubeadm of that release deploys
+# (its DefaultEtcdVersion, without the image's "-0").
+portcullis::kubeadm_etcd_version() {
+  local dir
+  dir=$(cd "${PORTCULLIS_ROOT}" && go mod download -json "k8s.io/kubernetes@$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  sed -n 's/^[[:space:]]*DefaultEtcdVersion = "\([0-9.]*\)-[0-9]*"$/\1/p' "${dir}/cmd/kubeadm/app/constants/constants.go"
+}
+
+# portcullis::changelog_bump FROM TO renames release FROM to TO in CHANGELOG.md when FROM is
+# still unreleased (its heading says so): the heading and the Kubernetes release its section
+# describes. A released FROM keeps its section; TO gets a new one, above it.
+portcullis::changelog_bump() {
+  local from=$1 to=$2 changelog=${PORTCULLIS_ROOT}/CHANGELOG.md
+  local from_kube=${from%%+*} to_kube=${to%%+*}
+  if [[ $(portcullis::changelog_status "${from}") == unreleased ]]; then
+    portcullis::release_renames "${from}" "${to}"
+    # Within the unreleased section that names FROM only.
+    awk -v from="${from}" '
+      /^## / { inside = (index($0, from) > 0 && $0 ~ /unreleased/) }
+      { print (inside ? "@@" : "") $0 }
+    ' "${changelog}" >"${changelog}.tmp"
+    local exprs=() expr
+    for expr in "${release_renames[@]}"; do
+      if [[ ${expr} == -e ]]; then exprs+=(-e); else exprs+=("/^@@/${expr}"); fi
+    done
+    sed -i "${exprs[@]}" "${changelog}.tmp"
+    sed -i 's/^@@//' "${changelog}.tmp"
+    mv "${changelog}.tmp" "${changelog}"
+  else
+    awk -v to="${to}" -v from_kube="${from_kube}" -v to_kube="${to_kube}" '
+      !done && /^## / {
+        print "## " to " — unreleased"
+        print ""
+        print "Built on Kubernetes **" to_kube "** (was " from_kube "): hack/update-kube-version.sh " to_kube "."
+        print ""
+        done = 1
+      }
+      { print }
+    ' "${changelog}" >"${changelog}.tmp"
+    mv "${changelog}.tmp" "${changelog}"
+  fi
+}
+
+# portcullis::changelog_status VERSION prints "unreleased" when CHANGELOG.md's section heading
+# naming VERSION says so, "released" when a heading names it otherwise, and "missing" when none
+# does.
+portcullis::changelog_status() {
+  local headings
+  headings=$(grep '^## ' "${PORTCULLIS_ROOT}/CHANGELOG.md" | grep -F -- "$1" || true)
+  if [[ -z ${headings} ]]; then
+    echo missing
+  elif grep -q -- '— unreleased' <<<"${headings}"; then
+    echo unreleased
+  else
+    echo released
+  fi
 }

@@ -6,6 +6,7 @@ package upgrade
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,12 +107,18 @@ initializers:
 }
 
 // TestUpgradeAcrossMinors creates PodSecurityPolicies, PodPresets, InitializerConfigurations and
-// workloads under Portcullis of the oldest supported minor, then replaces the server by
-// Portcullis of each newer minor in turn, on the same etcd and PKI. After each step every
-// object is read back unchanged, the policy and the preset are enforced on new pods, each of
-// our resources is stored in the version the minor expects (and the PodPreset CRD carries the
-// minor's schema), and that minor's stock kube-apiserver starts on the same etcd and the same
-// admission configuration file (the rollback).
+// workloads under Portcullis of the oldest supported minor, then upgrades as kubeadm does, one
+// minor at a time: etcd first (each minor's etcd, the version its kubeadm deploys, on the same
+// data), then the API server, on the same PKI. After each step every object is read back
+// unchanged, the policy and the preset are enforced on new pods, each of our resources is
+// stored in the version the minor expects (and the PodPreset CRD carries the minor's schema),
+// and that minor's stock kube-apiserver starts on the same etcd and the same admission
+// configuration file (the rollback). Each step past the first also takes the two detours an
+// upgrade has: for minutes the previous minor's server runs beside the new one on the same
+// etcd (an HA control plane upgraded node by node), and it must leave the new minor's CRD as it
+// is; and when the new server fails to come up, kubeadm puts the previous manifest back, not
+// etcd, so the previous minor's Portcullis must start again on the newer etcd and the data the
+// newer server wrote.
 func TestUpgradeAcrossMinors(t *testing.T) {
 	root := framework.RepoRoot(t)
 	minors := supportedMinors(t, root)
@@ -130,8 +137,7 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 		t.Setenv(framework.BinDirEnv, dir)
 		bins[minor] = framework.FindBinaries(t)
 	}
-	newest := minors[len(minors)-1]
-	etcd := framework.StartEtcd(t, bins[newest].Etcd)
+	etcd := framework.StartEtcd(t, bins[minors[0]].Etcd)
 	files := framework.WritePKI(t, t.TempDir())
 	// Every server, ours and stock, reads the deploy kit's admission configuration, as on a
 	// node: the rollback is stock started on the files written for Portcullis.
@@ -142,8 +148,40 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 
 	var created []createdObject
 	var deployment *appsv1.Deployment
+	// checkObjects reads every object back, unchanged, through server.
+	checkObjects := func(t *testing.T, server *framework.APIServer, dyn dynamic.Interface) {
+		t.Helper()
+		for _, c := range created {
+			want := c.obj
+			got, err := c.client(dyn).Get(ctx, want.GetName(), metav1.GetOptions{})
+			if err != nil {
+				t.Errorf("reading %s %s: %v", want.GetKind(), want.GetName(), err)
+				continue
+			}
+			if !sameContent(want, got) {
+				t.Errorf("%s %s changed:\nwas %v\nnow %v", want.GetKind(), want.GetName(), want.Object, got.Object)
+			}
+		}
+		got, err := server.Client.AppsV1().Deployments(namespace).Get(ctx, deployment.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("reading the Deployment: %v", err)
+		} else if got.UID != deployment.UID || !apiequality.Semantic.DeepEqual(got.Spec, deployment.Spec) {
+			t.Errorf("the Deployment changed: %+v", got)
+		}
+		if _, err := server.Client.CoreV1().Pods(namespace).Get(ctx, "frontend-"+minors[0], metav1.GetOptions{}); err != nil {
+			t.Errorf("the pod created under %s: %v", minors[0], err)
+		}
+	}
 	for i, minor := range minors {
 		t.Run("Portcullis "+minor, func(t *testing.T) {
+			if i > 0 {
+				etcd.Replace(t, bins[minor].Etcd)
+			}
+			t.Run("etcd is the version kubeadm "+minor+" deploys", func(t *testing.T) {
+				if got, want := etcdServerVersion(t, etcd), kubeadmEtcdVersion(t, root, minor); got != want {
+					t.Errorf("%s runs etcd %s, want %s (releases/%s/etcd)", etcd.Binary, got, want, minor)
+				}
+			})
 			server := framework.StartAPIServerWithPKI(t, bins[minor].APIServer, etcd, files, flags...)
 			if got := serverMinor(t, server); got != minor {
 				t.Fatalf("%s serves Kubernetes %s, want %s", bins[minor].APIServer, got, minor)
@@ -151,34 +189,16 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 			dyn := dynamic.NewForConfigOrDie(server.Config)
 			if i == 0 {
 				created, deployment = createObjects(t, server, dyn)
+				checkEnforced(t, server, minor)
 			}
 			t.Run("every object as it was", func(t *testing.T) {
-				for _, c := range created {
-					want := c.obj
-					got, err := c.client(dyn).Get(ctx, want.GetName(), metav1.GetOptions{})
-					if err != nil {
-						t.Errorf("reading %s %s: %v", want.GetKind(), want.GetName(), err)
-						continue
-					}
-					if !sameContent(want, got) {
-						t.Errorf("%s %s changed:\nwas %v\nnow %v", want.GetKind(), want.GetName(), want.Object, got.Object)
-					}
-				}
-				got, err := server.Client.AppsV1().Deployments(namespace).Get(ctx, deployment.Name, metav1.GetOptions{})
-				if err != nil {
-					t.Errorf("reading the Deployment: %v", err)
-				} else if got.UID != deployment.UID || !apiequality.Semantic.DeepEqual(got.Spec, deployment.Spec) {
-					t.Errorf("the Deployment changed: %+v", got)
-				}
-				if i > 0 {
-					if _, err := server.Client.CoreV1().Pods(namespace).Get(ctx, "frontend-"+minors[0], metav1.GetOptions{}); err != nil {
-						t.Errorf("the pod created under %s: %v", minors[0], err)
-					}
-				}
+				checkObjects(t, server, dyn)
 			})
-			t.Run("the policy and the preset are enforced", func(t *testing.T) {
-				checkEnforced(t, server, minor)
-			})
+			if i > 0 {
+				t.Run("the policy and the preset are enforced", func(t *testing.T) {
+					checkEnforced(t, server, minor)
+				})
+			}
 			t.Run("each resource of ours stored in its version", func(t *testing.T) {
 				// An update writes the object again, with this minor's encoding.
 				for _, c := range created {
@@ -216,7 +236,43 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 					t.Errorf("the PodPreset CRD holds the schema of Kubernetes %q, want %s's: %v", holds, minor, err)
 				}
 			})
+			if i > 0 {
+				previous := minors[i-1]
+				t.Run("Portcullis "+previous+" beside it on one etcd", func(t *testing.T) {
+					before, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Ready means its PodPreset plugin has installed or left the CRD and sees it
+					// established (the plugin's readiness check).
+					older := framework.StartAPIServerWithPKI(t, bins[previous].APIServer, etcd, files, flags...)
+					defer older.Stop(t)
+					after, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if after.GetResourceVersion() != before.GetResourceVersion() || after.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"] != minor {
+						t.Errorf("Portcullis %s rewrote the PodPreset CRD that %s installed: resourceVersion %s, now %s, schema of Kubernetes %q",
+							previous, minor, before.GetResourceVersion(), after.GetResourceVersion(), after.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"])
+					}
+					checkObjects(t, older, dynamic.NewForConfigOrDie(older.Config))
+					checkEnforced(t, older, previous+"-beside-"+minor)
+				})
+			}
 			server.Stop(t)
+
+			if i > 0 {
+				previous := minors[i-1]
+				t.Run("a failed upgrade: Portcullis "+previous+" again on etcd of "+minor, func(t *testing.T) {
+					again := framework.StartAPIServerWithPKI(t, bins[previous].APIServer, etcd, files, flags...)
+					if got := serverMinor(t, again); got != previous {
+						t.Fatalf("%s serves Kubernetes %s, want %s", bins[previous].APIServer, got, previous)
+					}
+					checkObjects(t, again, dynamic.NewForConfigOrDie(again.Config))
+					checkEnforced(t, again, previous+"-again-"+minor)
+					again.Stop(t)
+				})
+			}
 
 			t.Run("rollback: stock "+minor+" starts on the same etcd", func(t *testing.T) {
 				stock := framework.StartAPIServerWithPKI(t, bins[minor].StockAPIServer, etcd, files, stockFlags...)
@@ -233,6 +289,40 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 			return
 		}
 	}
+}
+
+// etcdServerVersion is the version etcd reports (GET /version's etcdserver).
+func etcdServerVersion(t *testing.T, etcd *framework.Etcd) string {
+	t.Helper()
+	resp, err := http.Get(etcd.ClientURL + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("etcd's /version: %v", err)
+	}
+	return v.Server
+}
+
+// kubeadmEtcdVersion is the etcd server version releases/<minor>/etcd builds, which
+// hack/verify-kube-version.sh holds to the version that minor's kubeadm deploys.
+func kubeadmEtcdVersion(t *testing.T, root, minor string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "releases", minor, "etcd", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "go.etcd.io/etcd/server/v3" || (len(f) >= 3 && f[1] == "go.etcd.io/etcd/server/v3")) {
+			return strings.TrimPrefix(f[len(f)-1], "v")
+		}
+	}
+	t.Fatalf("releases/%s/etcd/go.mod requires no go.etcd.io/etcd/server/v3", minor)
+	return ""
 }
 
 func supportedMinors(t *testing.T, root string) []string {

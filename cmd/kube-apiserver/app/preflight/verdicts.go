@@ -11,6 +11,7 @@ import (
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	"github.com/portcullis-k8s/portcullis/pkg/releases"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
@@ -34,14 +35,17 @@ func (r *PreflightReport) judge() {
 	if r.portcullis != nil {
 		modes = r.portcullis.EnforcementModes
 	}
+	// Going back means an earlier release of this binary's own Kubernetes minor: its line
+	// names when each plugin and field came to it (pkg/releases).
+	minor := kubecompat.Minor
 	var stopped []string
 	for _, p := range portcullisadmission.Plugins() {
 		if !enabled(p.Name) {
 			continue
 		}
 		stopped = append(stopped, p.Name)
-		if p.Since != releases.First {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s is new in %s: a Portcullis release before it refuses the name in the flags; take it out before going back to one", p.Name, p.Since))
+		if since, earlier := releases.FirstOnLine(minor, p.Since); earlier {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s is new in %s: a Portcullis release before it refuses the name in the flags; take it out before going back to one", p.Name, since))
 		}
 		soften := modeOf(modes, p.Name)
 		if p.Refuses == "" {
@@ -69,7 +73,9 @@ func (r *PreflightReport) judge() {
 		return
 	}
 	for _, f := range r.portcullis.NewerFields {
-		r.Notes = append(r.Notes, fmt.Sprintf("%s: %s is new in %s: a Portcullis release before it refuses this file (strict decoding); take the field out before going back to one", r.portcullis.Entry, f.Path, f.Since))
+		if since, earlier := releases.FirstOnLine(minor, f.Since); earlier {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %s is new in %s: a Portcullis release before it refuses this file (strict decoding); take the field out before going back to one", r.portcullis.Entry, f.Path, since))
+		}
 	}
 	for _, phase := range []struct {
 		name       string

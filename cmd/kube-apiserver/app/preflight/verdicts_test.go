@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 // TestPreflightVerdictParts: besides whether the server starts, preflight says what it
@@ -33,6 +35,7 @@ func TestPreflightVerdictParts(t *testing.T) {
 		wantRefusals           []string
 		notRefusing            []string
 		wantChanges, wantNotes []string
+		wantNotesByMinor       map[string][]string
 	}{
 		{
 			name:         "refusing plugins enforcing",
@@ -57,11 +60,13 @@ func TestPreflightVerdictParts(t *testing.T) {
 				"LimitRanger runs in enforcement mode Audit here; stock denies what it refuses",
 				"mutating webhook team.example.com of labels runs in mode Audit here (a shadow); stock enforces it: its patches are applied",
 			},
-			wantNotes: []string{
+			// On 1.37, whose line began before these came; on 1.35 and 1.36, whose first
+			// releases carry them, going back within the line refuses nothing.
+			wantNotesByMinor: map[string][]string{"1.37": {
 				"plugins[0] (Portcullis): admissionTrace is new in v1.37.2+portcullis.1: a Portcullis release before it refuses this file",
 				"plugins[0] (Portcullis): webhookDispatch.mutating.enforcementModes is new in v1.37.2+portcullis.1",
 				"InitialResources is new in v1.37.2+portcullis.1: a Portcullis release before it refuses the name in the flags",
-			},
+			}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +101,17 @@ func TestPreflightVerdictParts(t *testing.T) {
 			for _, want := range tc.wantNotes {
 				if !has(report.Notes, want) {
 					t.Errorf("no note says %q; notes: %q", want, report.Notes)
+				}
+			}
+			if tc.wantNotesByMinor != nil {
+				minor := kubecompat.Minor
+				for _, want := range tc.wantNotesByMinor[minor] {
+					if !has(report.Notes, want) {
+						t.Errorf("on %s, no note says %q; notes: %q", minor, want, report.Notes)
+					}
+				}
+				if len(tc.wantNotesByMinor[minor]) == 0 && has(report.Notes, "is new in") {
+					t.Errorf("on %s, whose first release carries every plugin and field, a note names a newer release: %q", minor, report.Notes)
 				}
 			}
 		})
