@@ -9,12 +9,17 @@ SHELL := /usr/bin/env bash
 # the default build, pinned by go.mod; KUBE_MINOR=1.N builds and tests another with its own
 # pins (releases/1.N/go.mod through -modfile) and the files of build tag kube1.N, into
 # _output/1.N. GOFLAGS carries both, so every go command a test or script runs gets them too.
+# releases/preview, when present, names the next minor's pre-release lane (docs/registry.md,
+# "Adding a minor"): built and tested like an older minor (KUBE_MINOR=1.N), never released.
 KUBE_MINORS   := $(shell cat releases/minors)
+KUBE_PREVIEW  := $(shell cat releases/preview 2>/dev/null)
 DEFAULT_MINOR := $(lastword $(KUBE_MINORS))
 KUBE_MINOR    ?= $(DEFAULT_MINOR)
-ifeq ($(filter $(KUBE_MINOR),$(KUBE_MINORS)),)
-$(error KUBE_MINOR=$(KUBE_MINOR) is not a supported minor (releases/minors: $(KUBE_MINORS)))
+ifeq ($(filter $(KUBE_MINOR),$(KUBE_MINORS) $(KUBE_PREVIEW)),)
+$(error KUBE_MINOR=$(KUBE_MINOR) is not a supported minor (releases/minors: $(KUBE_MINORS)) nor the preview (releases/preview: $(or $(KUBE_PREVIEW),none)))
 endif
+# A preview is never released.
+NOT_PREVIEW = $(if $(filter $(KUBE_MINOR),$(KUBE_PREVIEW)),$(error $(KUBE_MINOR) is the preview lane (releases/preview): it is built and tested, never released))
 export PORTCULLIS_KUBE_MINOR := $(KUBE_MINOR)
 # OUT_ROOT holds every minor's outputs: the default minor's in it, the others' in a
 # directory of their own beneath (OUT_DIR), so sub-makes of several minors never share one.
@@ -101,12 +106,14 @@ release: ## every supported minor's release (static kube-apiserver for linux/amd
 
 .PHONY: release-minor
 release-minor: ## the release of KUBE_MINOR (default: the newest) alone, into its RELEASE_DIR
+	$(NOT_PREVIEW)
 	GO='$(GO)' build/release.sh $(RELEASE_DIR) $(RELEASE_PLATFORMS)
 
 # RECORD_RELEASE_TESTS=yes records the release tests' outcomes in the minor's records (an older
 # minor's release is tested there alone: docs/compatibility.md's table reads them).
 .PHONY: verify-release
 verify-release: $(if $(RECORD_RELEASE_TESTS),testrecord) ## build the release twice into two directories; fail unless byte-identical with RELEASE_PLATFORMS (both, unless named) in the index
+	$(NOT_PREVIEW)
 	$(if $(RECORD_RELEASE_TESTS),RELEASE_TEST_RECORD='$(TESTRECORD) -run $(RUN_ID) -o $(RECORD_DIR)/release.tsv') GO='$(GO)' build/verify-release.sh $(VERIFY_RELEASE_FLAGS) $(OUT_DIR)/verify-release $(RELEASE_PLATFORMS)
 
 # The older minors' releases for linux/amd64. The oldest is built twice, whole,
@@ -136,6 +143,7 @@ verify-release-after-test: ## the release make test-release built (linux/amd64),
 
 .PHONY: test-release
 test-release: install-test-deps testrecord ## release tests: amd64 release rebuilt byte-identical, image builder, image contents, skopeo, systemd-analyze
+	$(NOT_PREVIEW)
 	rm -rf $(TEST_RELEASE_DIR) $(TEST_RELEASE_DIR).inputs
 	inputs=$$(GO='$(GO)' bash -c 'source hack/lib/init.sh && portcullis::release_inputs $(TEST_RELEASE_PLATFORM)') && \
 	  GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM) && echo "$$inputs" >$(TEST_RELEASE_DIR).inputs
@@ -386,7 +394,7 @@ pgo-profile: build etcd ## profile our kube-apiserver under the documented workl
 # build and make test compiled (without it, a second compile of Kubernetes); a profile changes
 # no type.
 .PHONY: verify
-verify: ## gofmt, go vet, go.mod tidiness and pins, generated code, NOTICE
+verify: ## gofmt, go vet, go.mod tidiness and pins, toolchains, generated code, build tags, NOTICE
 	hack/verify-gofmt.sh
 	$(GO) vet $(PGO_FLAG) ./...
 	cd $(STAGING_API) && $(GO) vet ./...
@@ -395,6 +403,7 @@ verify: ## gofmt, go vet, go.mod tidiness and pins, generated code, NOTICE
 	hack/verify-kube-version.sh
 	hack/verify-go-toolchain.sh
 	hack/verify-codegen.sh
+	$(GO) run ./hack/buildtags -verify
 	notice=$$(mktemp) && trap 'rm -f $$notice' EXIT && hack/update-notice.sh $$notice >/dev/null && \
 	  { diff -u NOTICE $$notice || { echo "NOTICE is stale: run hack/update-notice.sh" >&2; exit 1; }; }
 

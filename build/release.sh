@@ -15,6 +15,10 @@
 # usage: build/release.sh [--binaries-only] DIR PLATFORM...   (PLATFORM: linux/amd64, linux/arm64)
 source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
+if [[ $(portcullis::kube_minor) == "$(portcullis::preview)" ]]; then
+  echo "error: Kubernetes $(portcullis::kube_minor) is the preview lane (releases/preview): it is built and tested, never released" >&2
+  exit 1
+fi
 GO=${GO:-go}
 
 binaries_only=false

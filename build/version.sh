@@ -9,7 +9,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
 version=$(portcullis::version)
-if [[ ! ${version} =~ ^v([0-9]+)\.([0-9]+)\.([0-9]+)\+portcullis\.[0-9]+$ ]]; then
+if [[ ! ${version} =~ ^v([0-9]+)\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.]+)?\+portcullis\.[0-9]+$ ]]; then
   echo "error: VERSION: ${version:-<empty>} is not of the form v1.MINOR.PATCH+portcullis.N" >&2
   exit 1
 fi

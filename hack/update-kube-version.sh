@@ -19,19 +19,29 @@
 # (docs/compatibility.md, "Go toolchain").
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
-if [[ $# -ne 1 || ! $1 =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
-  echo "usage: $0 v1.MINOR.PATCH (got: ${*:-nothing})" >&2
+if [[ $# -ne 1 || ! $1 =~ ^v1\.([0-9]+)\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$ ]]; then
+  echo "usage: $0 v1.MINOR.PATCH, or v1.MINOR.0-beta.N for the preview lane (got: ${*:-nothing})" >&2
   exit 2
 fi
 kube_version=$1
 staging_version=$(portcullis::staging_version "${kube_version}")
-minor=${kube_version#v}
-minor=${minor%.*}
+minor=1.${BASH_REMATCH[1]}
+preview=false
+if [[ ${minor} == "$(portcullis::preview)" ]]; then
+  preview=true
+elif [[ -n ${BASH_REMATCH[2]} ]]; then
+  echo "error: ${kube_version} is a pre-release: only the preview lane takes one (releases/preview names ${minor}: docs/registry.md, \"Adding a minor\")" >&2
+  exit 2
+fi
 export PORTCULLIS_KUBE_MINOR=${minor}
 portcullis::kube_minor >/dev/null
 minor_dir=$(portcullis::minor_dir "${minor}")
 modfile=${minor_dir}/go.mod
-GOTOOLCHAIN=$(portcullis::toolchain "${minor}")
+mkdir -p "${minor_dir}"
+# The minor's toolchain line; a new lane (the preview's first pins) starts with the newest
+# minor's.
+GOTOOLCHAIN=$(portcullis::toolchain "${minor}" 2>/dev/null || true)
+GOTOOLCHAIN=${GOTOOLCHAIN:-$(portcullis::toolchain "$(portcullis::default_minor)")}
 export GOTOOLCHAIN
 # Only the go.mod files named below: never the caller's -modfile or build tags.
 export GOFLAGS=-trimpath
@@ -77,7 +87,7 @@ upstream_settings() {
 # keeps its own requirements and tools (the code generators), each checked against upstream's
 # graph by the binary's.
 if [[ ${minor_dir} != . ]]; then
-  toolchain=$(portcullis::toolchain "${minor}")
+  toolchain=${GOTOOLCHAIN}
   {
     echo "module $(go mod edit -json go.mod | sed -n 's/^[[:space:]]*"Path": "\(.*\)",\{0,1\}$/\1/p' | head -1)"
     echo
@@ -168,7 +178,7 @@ if [[ ${minor} == "$(portcullis::minors | head -n 1)" ]]; then
     go mod edit -go="${upstream_go}" -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
     go mod tidy
   )
-  for other in $(portcullis::minors); do
+  for other in $(portcullis::minors) $(portcullis::preview); do
     [[ ${other} == "${minor}" ]] && continue
     other_dir=$(portcullis::minor_dir "${other}")
     if [[ ${other_dir} == . ]]; then
@@ -182,24 +192,33 @@ fi
 # A new Kubernetes release is a new Portcullis release, the first on it; the deploy kit names
 # the newest minor's release (the patch's image tag, the systemd install path, the Kubernetes
 # release its comments describe).
-old_version=$(portcullis::version "${minor}")
+old_version=$(portcullis::version "${minor}" 2>/dev/null || true)
 new_version="${kube_version}+portcullis.1"
-if [[ ${old_version} != "${new_version}" ]]; then
-  unreleased=false
-  if [[ $(portcullis::changelog_status "${old_version}") == unreleased ]]; then
-    unreleased=true
-  fi
+if ${preview}; then
+  # The preview lane is never released: its VERSION names the pre-release it builds, counter 0.
+  new_version="${kube_version}+portcullis.0"
   echo "${new_version}" >"${minor_dir}/VERSION"
-  portcullis::changelog_bump "${old_version}" "${new_version}"
+elif [[ ${old_version} != "${new_version}" ]]; then
+  echo "${new_version}" >"${minor_dir}/VERSION"
   portcullis::release_renames "${old_version}" "${new_version}"
-  # The pages that name each minor's release (a test holds them to VERSION).
-  sed -i "${release_renames[@]}" README.md docs/compatibility.md
-  # The minor's line of releases (pkg/releases): an unreleased release is renamed; a cut one
-  # stays, and the new one follows it.
-  if ${unreleased}; then
-    sed -i "${release_renames[@]}" pkg/releases/releases.go
+  if [[ ${old_version} != v${minor}.* ]]; then
+    # The minor's first release (a preview promoted to the default build): a line of its own.
+    echo "CHANGELOG.md, README.md, docs/compatibility.md and pkg/releases/releases.go: add ${minor}'s first release, ${new_version} (docs/registry.md, \"Adding a minor\")" >&2
   else
-    echo "pkg/releases/releases.go: add ${new_version} to ${minor}'s line, after ${old_version}" >&2
+    unreleased=false
+    if [[ $(portcullis::changelog_status "${old_version}") == unreleased ]]; then
+      unreleased=true
+    fi
+    portcullis::changelog_bump "${old_version}" "${new_version}"
+    # The pages that name each minor's release (a test holds them to VERSION).
+    sed -i "${release_renames[@]}" README.md docs/compatibility.md
+    # The minor's line of releases (pkg/releases): an unreleased release is renamed; a cut one
+    # stays, and the new one follows it.
+    if ${unreleased}; then
+      sed -i "${release_renames[@]}" pkg/releases/releases.go
+    else
+      echo "pkg/releases/releases.go: add ${new_version} to ${minor}'s line, after ${old_version}" >&2
+    fi
   fi
   if [[ ${minor_dir} == . ]]; then
     mapfile -t kit < <(portcullis::deploy_kit)

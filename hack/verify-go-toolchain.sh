@@ -18,7 +18,7 @@ older() {
 }
 
 failed=0
-for minor in $(portcullis::minors); do
+for minor in $(portcullis::minors) $(portcullis::preview); do
   modfile=$(portcullis::minor_dir "${minor}")/go.mod
   modfile=${modfile#./}
   toolchain=$(portcullis::toolchain "${minor}")

@@ -9,7 +9,7 @@ cd "${PORTCULLIS_ROOT}"
 
 # Every supported minor's pins: go.mod for the newest, releases/1.N/go.mod for the others.
 status=0
-for minor in $(portcullis::minors); do
+for minor in $(portcullis::minors) $(portcullis::preview); do
   minor_dir=$(portcullis::minor_dir "${minor}")
   modfile=${minor_dir}/go.mod
   modfile=${modfile#./}

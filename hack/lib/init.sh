@@ -15,10 +15,16 @@ portcullis::default_minor() {
   portcullis::minors | tail -n 1
 }
 
+# portcullis::preview prints the next minor's pre-release lane (releases/preview), if any:
+# built and tested like an older minor, never released (docs/registry.md, "Adding a minor").
+portcullis::preview() {
+  cat "${PORTCULLIS_ROOT}/releases/preview" 2>/dev/null || true
+}
+
 portcullis::kube_minor() {
   local minor=${PORTCULLIS_KUBE_MINOR:-$(portcullis::default_minor)}
-  if ! portcullis::minors | grep -qx "${minor}"; then
-    echo "error: Kubernetes minor ${minor} is not supported (releases/minors: $(portcullis::minors | tr '\n' ' '))" >&2
+  if ! { portcullis::minors; portcullis::preview; } | grep -qx "${minor}"; then
+    echo "error: Kubernetes minor ${minor} is not supported (releases/minors: $(portcullis::minors | tr '\n' ' ')) nor the preview (releases/preview: $(portcullis::preview))" >&2
     return 1
   fi
   echo "${minor}"

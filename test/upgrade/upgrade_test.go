@@ -16,7 +16,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/portcullis-k8s/portcullis/build/deploy/podsecuritypolicy"
+	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
@@ -33,10 +39,17 @@ import (
 const (
 	prefix    = "/upgrade"
 	namespace = "upgrade"
-	// ourPlugins are enabled at every step; stock's flags are the same less their names.
-	ourPlugins = "PodSecurityPolicy,PodPreset,Initializers"
-	// deployAdmissionConfig is the deploy kit's admission configuration file.
+	// alsoEnabled join the deploy kit's plugins at every step: the PodSecurityPolicy plugin,
+	// which the kit's policies and grants are for (operating.md enables it once they are
+	// applied), and Initializers. Stock's flags are the same less every plugin of ours.
+	alsoEnabled = "PodSecurityPolicy,Initializers"
+	// deployAdmissionConfig is the deploy kit's admission configuration file, and
+	// deployKubeadmConfig the kubeadm configuration whose extraArgs name its plugins.
 	deployAdmissionConfig = "build/deploy/static-pod/admission-config.yaml"
+	deployKubeadmConfig   = "build/deploy/static-pod/kubeadm-config.yaml"
+	// developer creates the pods and DaemonSets, as a user who is neither an administrator nor
+	// a node: the kit's grants give such a user the baseline policy.
+	developer = "upgrade-developer"
 )
 
 var (
@@ -69,19 +82,9 @@ type createdObject struct {
 	obj *unstructured.Unstructured
 }
 
+// ours are the objects of ours the test writes; the deploy kit's PodSecurityPolicies join them
+// (kitObjects).
 var ours = []ourObject{
-	{pspResource, false, `apiVersion: policy/v1beta1
-kind: PodSecurityPolicy
-metadata:
-  name: upgrade-restricted
-spec:
-  privileged: false
-  seLinux: {rule: RunAsAny}
-  runAsUser: {rule: RunAsAny}
-  supplementalGroups: {rule: RunAsAny}
-  fsGroup: {rule: RunAsAny}
-  volumes: ['*']
-`, "policy/v1beta1"},
 	{presetResource, true, `apiVersion: settings.k8s.io/v1alpha1
 kind: PodPreset
 metadata:
@@ -91,6 +94,11 @@ spec:
     matchLabels: {role: frontend}
   env:
   - {name: DB_PORT, value: "6379"}
+  volumes:
+  - name: cache
+    emptyDir: {}
+  volumeMounts:
+  - {name: cache, mountPath: /cache}
 `, "settings.k8s.io/v1alpha1"},
 	// Its rule names DaemonSets, which only checkEnforced creates (no controller acts on them).
 	{initResource, false, `apiVersion: admissionregistration.k8s.io/v1alpha1
@@ -106,9 +114,12 @@ initializers:
 `, "admissionregistration.k8s.io/v1alpha1"},
 }
 
-// TestUpgradeAcrossMinors creates PodSecurityPolicies, PodPresets, InitializerConfigurations and
-// workloads under Portcullis of the oldest supported minor, then upgrades as kubeadm does, one
-// minor at a time: etcd first (each minor's etcd, the version its kubeadm deploys, on the same
+// TestUpgradeAcrossMinors applies the deploy kit's PodSecurityPolicies and grants, and creates a
+// PodPreset with a variable and a volume, an InitializerConfiguration and workloads, under
+// Portcullis of the oldest supported minor running the kit's plugins (its kubeadm
+// configuration's, with PodSecurityPolicy and Initializers) and its admission configuration;
+// pods are a developer's, whom the kit's grants give the baseline policy. It then upgrades as
+// kubeadm does, one minor at a time: etcd first (each minor's etcd, the version its kubeadm deploys, on the same
 // data), then the API server, on the same PKI. After each step every object is read back
 // unchanged, the policy and the preset are enforced on new pods, each of our resources is
 // stored in the version the minor expects (and the PodPreset CRD carries the minor's schema),
@@ -142,8 +153,10 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 	// Every server, ours and stock, reads the deploy kit's admission configuration, as on a
 	// node: the rollback is stock started on the files written for Portcullis.
 	admissionConfig := "--admission-control-config-file=" + filepath.Join(root, deployAdmissionConfig)
-	flags := []string{"--etcd-prefix=" + prefix, admissionConfig, "--enable-admission-plugins=NodeRestriction," + ourPlugins}
-	stockFlags := []string{"--etcd-prefix=" + prefix, admissionConfig, "--enable-admission-plugins=NodeRestriction"}
+	plugins := append(kitPlugins(t, root), strings.Split(alsoEnabled, ",")...)
+	stockPlugins := slices.DeleteFunc(slices.Clone(plugins), portcullisadmission.IsOurs)
+	flags := []string{"--etcd-prefix=" + prefix, admissionConfig, "--enable-admission-plugins=" + strings.Join(plugins, ",")}
+	stockFlags := []string{"--etcd-prefix=" + prefix, admissionConfig, "--enable-admission-plugins=" + strings.Join(stockPlugins, ",")}
 	ctx := context.Background()
 
 	var created []createdObject
@@ -355,7 +368,19 @@ func createObjects(t *testing.T, server *framework.APIServer, dyn dynamic.Interf
 		t.Fatal(err)
 	}
 	var created []createdObject
-	for _, o := range ours {
+	kit, policies := kitObjects(t)
+	for _, obj := range kit {
+		resource, namespaced := kitResource(t, obj)
+		client := dynamic.ResourceInterface(dyn.Resource(resource))
+		if namespaced {
+			client = dyn.Resource(resource).Namespace(obj.GetNamespace())
+		}
+		if _, err := client.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the deploy kit's %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	grantDeveloper(t, server)
+	for _, o := range append(policies, ours...) {
 		obj := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(o.manifest), &obj.Object); err != nil {
 			t.Fatal(err)
@@ -419,32 +444,38 @@ func podSpec(privileged bool) corev1.PodSpec {
 	}}}
 }
 
-// checkEnforced creates a pod the policy allows, which must carry the preset's variable and
-// the policy's annotation, a privileged one, which the policy must refuse, and a DaemonSet,
-// which must be recorded as pending the configured initializer.
-func checkEnforced(t *testing.T, server *framework.APIServer, minor string) {
+// checkEnforced creates, as the developer, a pod the kit's baseline policy allows, which must
+// carry the preset's variable and volume and the policy's annotation, a privileged one, which
+// the policy must refuse, and a DaemonSet, which must be recorded as pending the configured
+// initializer. name tells the step's objects apart.
+func checkEnforced(t *testing.T, server *framework.APIServer, name string) {
 	t.Helper()
 	ctx := context.Background()
-	pods := server.Client.CoreV1().Pods(namespace)
+	client := asDeveloper(server)
+	pods := client.CoreV1().Pods(namespace)
 	pod, err := pods.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "frontend-" + minor, Labels: map[string]string{"role": "frontend"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "frontend-" + name, Labels: map[string]string{"role": "frontend"}},
 		Spec:       podSpec(false),
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("a pod the policy allows: %v", err)
 	}
-	if got := pod.Annotations["kubernetes.io/psp"]; got != "upgrade-restricted" {
-		t.Errorf("the pod was admitted under policy %q, want upgrade-restricted", got)
+	if got := pod.Annotations["kubernetes.io/psp"]; got != "baseline" {
+		t.Errorf("the pod was admitted under policy %q, want the kit's baseline", got)
 	}
 	if !slices.ContainsFunc(pod.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "DB_PORT" && e.Value == "6379" }) {
-		t.Errorf("the preset was not applied: %v", pod.Spec.Containers[0].Env)
+		t.Errorf("the preset's variable was not applied: %v", pod.Spec.Containers[0].Env)
 	}
-	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged-" + minor}, Spec: podSpec(true)}, metav1.CreateOptions{})
+	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "cache" && v.EmptyDir != nil }) ||
+		!slices.ContainsFunc(pod.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "cache" && m.MountPath == "/cache" }) {
+		t.Errorf("the preset's volume was not applied: %v, %v", pod.Spec.Volumes, pod.Spec.Containers[0].VolumeMounts)
+	}
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged-" + name}, Spec: podSpec(true)}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "Privileged containers are not allowed") {
 		t.Errorf("a privileged pod: want the policy's refusal, got %v", err)
 	}
-	labels := map[string]string{"app": "agent-" + strings.ReplaceAll(minor, ".", "-")}
-	ds, err := server.Client.AppsV1().DaemonSets(namespace).Create(ctx, &appsv1.DaemonSet{
+	labels := map[string]string{"app": "agent-" + strings.ReplaceAll(name, ".", "-")}
+	ds, err := client.AppsV1().DaemonSets(namespace).Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: labels["app"]},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -488,4 +519,125 @@ func storedAPIVersion(t *testing.T, etcd *framework.Etcd, name string) string {
 	}
 	t.Fatalf("no key of %s under %s in etcd", name, prefix)
 	return ""
+}
+
+// kitPlugins are the admission plugins the deploy kit's kubeadm configuration enables (its
+// apiServer extraArgs' enable-admission-plugins).
+func kitPlugins(t *testing.T, root string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, deployKubeadmConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var config struct {
+			Kind      string `json:"kind"`
+			APIServer struct {
+				ExtraArgs []struct{ Name, Value string } `json:"extraArgs"`
+			} `json:"apiServer"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
+			t.Fatalf("%s: %v", deployKubeadmConfig, err)
+		}
+		for _, arg := range config.APIServer.ExtraArgs {
+			if config.Kind == "ClusterConfiguration" && arg.Name == "enable-admission-plugins" {
+				return strings.Split(arg.Value, ",")
+			}
+		}
+	}
+	t.Fatalf("%s enables no admission plugin", deployKubeadmConfig)
+	return nil
+}
+
+// kitObjects are the deploy kit's example PodSecurityPolicies and grants (what operating.md
+// applies before enabling the plugin), in order, and the policies as objects of ours.
+func kitObjects(t *testing.T) ([]*unstructured.Unstructured, []ourObject) {
+	t.Helper()
+	docs, err := podsecuritypolicy.Documents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []*unstructured.Unstructured
+	var policies []ourObject
+	for _, doc := range docs {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetKind() == "PodSecurityPolicy" {
+			policies = append(policies, ourObject{pspResource, false, string(doc), "policy/v1beta1"})
+			continue
+		}
+		objects = append(objects, obj)
+	}
+	if len(policies) == 0 || len(objects) == 0 {
+		t.Fatalf("the deploy kit has %d policies and %d grants, want both", len(policies), len(objects))
+	}
+	return objects, policies
+}
+
+// kitResource is the resource of a grant of the kit.
+func kitResource(t *testing.T, obj *unstructured.Unstructured) (schema.GroupVersionResource, bool) {
+	t.Helper()
+	rbac := schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"}
+	switch obj.GetKind() {
+	case "ClusterRole":
+		return rbac.WithResource("clusterroles"), false
+	case "ClusterRoleBinding":
+		return rbac.WithResource("clusterrolebindings"), false
+	case "Role":
+		return rbac.WithResource("roles"), true
+	case "RoleBinding":
+		return rbac.WithResource("rolebindings"), true
+	}
+	t.Fatalf("the deploy kit's %s %s: a kind this test does not apply", obj.GetKind(), obj.GetName())
+	return schema.GroupVersionResource{}, false
+}
+
+// grantDeveloper lets the developer create pods and DaemonSets in the namespace, and waits
+// until the authorizer says so.
+func grantDeveloper(t *testing.T, server *framework.APIServer) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: developer, Namespace: namespace},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"create", "get"}},
+		},
+	}
+	if _, err := server.Client.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: developer, Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: developer},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: developer}},
+	}
+	if _, err := server.Client.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client := asDeveloper(server)
+	for _, attrs := range []*authorizationv1.ResourceAttributes{
+		{Namespace: namespace, Verb: "create", Resource: "pods"},
+		{Namespace: namespace, Verb: "create", Group: "apps", Resource: "daemonsets"},
+		{Namespace: namespace, Verb: "use", Group: "policy", Resource: "podsecuritypolicies", Name: "baseline"},
+	} {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
+			}, metav1.CreateOptions{})
+			return err == nil && review.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("the developer may not %s %s/%s in %s: %v", attrs.Verb, attrs.Group, attrs.Resource, namespace, err)
+		}
+	}
+}
+
+// asDeveloper is a client acting as the developer, as kubectl --as does.
+func asDeveloper(server *framework.APIServer) kubernetes.Interface {
+	config := rest.CopyConfig(server.Config)
+	config.Impersonate = rest.ImpersonationConfig{UserName: developer}
+	return kubernetes.NewForConfigOrDie(config)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // upstreamRunCalls is every call upstream's app.Run makes, in source order: the steps run()
-// composes. Since 1.37 it names the informers (run_1_37_test.go).
+// composes. Since 1.37 it names the informers (run_from_1_37_test.go).
 func upstreamRunCalls() []string {
 	calls := []string{
 		"klog.Infof", "utilversion.Get",
