@@ -2,7 +2,7 @@ module github.com/portcullis-k8s/portcullis
 
 go 1.26.0
 
-toolchain go1.27.3
+toolchain go1.26.11
 
 require (
 	github.com/google/go-cmp v0.7.0

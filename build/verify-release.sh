@@ -138,7 +138,11 @@ cat "${first}/SHA256SUMS"
 # table is written).
 log="${work}/release-test.json"
 platforms=$(IFS=,; echo "$*")
-mapfile -t tests < <("${GO}" run ./hack/compatibility -release-tests)
+if ! listed=$("${GO}" run ./hack/compatibility -release-tests) || [[ -z ${listed} ]]; then
+  echo "hack/compatibility -release-tests named no release test" >&2
+  exit 1
+fi
+mapfile -t tests <<<"${listed}"
 record() {
   if [[ -n ${RELEASE_TEST_RECORD:-} ]]; then
     ${RELEASE_TEST_RECORD}

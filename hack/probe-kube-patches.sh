@@ -1,45 +1,79 @@
 #!/usr/bin/env bash
 # Usage: hack/probe-kube-patches.sh
 #
-# Asks the module proxy, by exact version, for the patches after each supported minor's pin:
-# k8s.io/kubernetes v1.N.(P+1) to v1.N.(P+PROBE_WINDOW), and for each one it serves, every
-# staging module that minor's build uses at v0.N.(P+k). The proxy's version list omits versions
-# it serves, so only an exact question is an answer. It fails, printing the bump command, when
-# a newer patch is served whole (buildable) and not taken. A version the proxy refuses is
-# reported as released upstream or not, but not served here, and is no failure; a proxy that
-# cannot be reached is reported and is no failure either. .ci/run runs it.
+# Asks the module proxy, by exact version, for what each supported minor should move to:
+# - k8s.io/kubernetes v1.N.(P+1) to v1.N.(P+PROBE_WINDOW) after the minor's pin, and for each
+#   one it serves, every staging module that minor's build uses at v0.N.(P+k) and the etcd
+#   server that patch's kubeadm deploys, each downloaded whole (go mod download: the zip and
+#   its checksum), so that "buildable" means hack/update-kube-version.sh will find them;
+# - the Go toolchain's next patches (golang.org/toolchain goX.Y.(Z+1)...) after the minor's
+#   toolchain line.
+# The proxy's version list omits versions it serves, so only an exact question is an answer.
+# It fails, printing the command, when a newer patch is served whole and not taken. A version
+# the proxy refuses is reported (released upstream or not, it is not served here) and is no
+# failure; a proxy that cannot be reached (no route, no name, a time-out, TLS) is reported and
+# is no failure either. A proxy that does not serve the pins themselves is broken: that fails.
+# .ci/run runs it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
 PROBE_WINDOW=${PROBE_WINDOW:-4}
-# The proxy alone: "direct" would turn the proxy's refusal into a failed fetch from the
-# origin, which this machine cannot reach.
+# The proxy alone, asked from outside any module: "direct" would turn the proxy's refusal into
+# a fetch from the origin, which this machine cannot reach; no workspace, no private patterns
+# that would send a question elsewhere, no flags of the caller's.
 proxy=$(go env GOPROXY)
 proxy=${proxy%%,*}
 proxy=${proxy%%|*}
+if [[ -z ${proxy} || ${proxy} == off || ${proxy} == direct ]]; then
+  echo "GOPROXY is ${proxy:-empty}: no module proxy to ask; not probed"
+  exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "${work}"' EXIT
 
-# ask MODULE@VERSION prints served, refused or unreachable (and the go command's words on the
-# next line, unless served).
+# ask MODULE@VERSION prints served, refused, unreachable or broken on its first line (and the
+# go command's words on the next, unless served). Served means downloaded whole.
 ask() {
   local out
-  if out=$(cd "${work}" && GOFLAGS=-mod=mod GOPROXY=${proxy} GONOSUMDB= timeout 120 go list -m -json "$1" 2>&1); then
+  if out=$(cd "${work}" && GOWORK=off GOFLAGS=-mod=mod GOPROXY=${proxy} GONOPROXY= GOPRIVATE= GONOSUMDB= \
+    timeout 300 go mod download -json "$1" 2>&1) && ! grep -q '"Error"' <<<"${out}"; then
     echo served
-  elif grep -qE ' (403|404|410) |not found|unknown revision|invalid version' <<<"${out}"; then
-    echo refused
-    head -n 2 <<<"${out}"
-  else
-    echo unreachable
-    head -n 2 <<<"${out}"
+    return
   fi
+  out=$(grep -v '^[{}]' <<<"${out}" | grep -m1 -E 'Error|go: ' || head -n 1 <<<"${out}")
+  if grep -qE ' (403|404|410) |not found|unknown revision|invalid version' <<<"${out}"; then
+    echo refused
+  elif grep -qE 'dial tcp|no such host|i/o timeout|connection refused|network is unreachable|TLS handshake|x509:|Client.Timeout|context deadline exceeded' <<<"${out}"; then
+    echo unreachable
+  else
+    echo broken
+  fi
+  echo "${out}"
 }
 
 status=0
+# check_pin MODULE@VERSION: the pins themselves must be served, or the proxy is not the one
+# the build uses.
+check_pin() {
+  mapfile -t answer < <(ask "$1")
+  case ${answer[0]} in
+  served) return 0 ;;
+  unreachable)
+    echo "the module proxy (${proxy}) could not be reached asking for $1: ${answer[1]:-}; not probed"
+    exit 0
+    ;;
+  *)
+    echo "the module proxy (${proxy}) does not serve $1, which the build pins (${answer[0]}: ${answer[1]:-}): it is not the proxy the build uses" >&2
+    exit 1
+    ;;
+  esac
+}
+
 for minor in $(portcullis::minors); do
   modfile=$(portcullis::minor_dir "${minor}")/go.mod
   sumfile=${modfile%.mod}.sum
   pinned=$(portcullis::gomod_kube_version "${minor}")
+  check_pin "k8s.io/kubernetes@${pinned}"
   patch=${pinned##*.}
   # The staging modules this minor's build uses: replaced in its go.mod and summed in go.sum.
   staging=()
@@ -61,17 +95,25 @@ for minor in $(portcullis::minors); do
       echo "${minor}: k8s.io/kubernetes ${candidate}: not served here (unreleased, or released upstream and not served by this proxy)"
       continue
       ;;
+    broken)
+      echo "${minor}: asking for k8s.io/kubernetes@${candidate} failed: ${answer[1]:-}" >&2
+      status=1
+      continue
+      ;;
     esac
     missing=()
     for module in "${staging[@]}"; do
       mapfile -t answer < <(ask "${module}@$(portcullis::staging_version "${candidate}")")
       [[ ${answer[0]} == served ]] || missing+=("${module} (${answer[0]})")
     done
+    etcd=$(portcullis::kubeadm_etcd_version "${candidate}")
+    mapfile -t answer < <(ask "go.etcd.io/etcd/server/v3@v${etcd}")
+    [[ ${answer[0]} == served ]] || missing+=("go.etcd.io/etcd/server/v3 v${etcd}, which its kubeadm deploys (${answer[0]})")
     if ((${#missing[@]} > 0)); then
-      echo "${minor}: k8s.io/kubernetes ${candidate} is served, but not every staging module the build uses: ${missing[*]}; not buildable here"
+      echo "${minor}: k8s.io/kubernetes ${candidate} is served, but not whole: ${missing[*]}; not buildable here"
       continue
     fi
-    echo "${minor}: k8s.io/kubernetes ${candidate} and its ${#staging[@]} staging modules are served: buildable"
+    echo "${minor}: k8s.io/kubernetes ${candidate}, its ${#staging[@]} staging modules and etcd ${etcd} are served: buildable"
     newest_buildable=${candidate}
   done
   if [[ -n ${newest_buildable} ]]; then
@@ -79,6 +121,32 @@ for minor in $(portcullis::minors); do
     status=1
   elif ((reached)); then
     echo "${minor}: ${pinned} is the newest buildable patch the proxy serves (asked up to v${minor}.$((patch + PROBE_WINDOW)))"
+  fi
+done
+
+# The Go toolchains: a newer patch of a minor's toolchain carries standard-library fixes
+# (SECURITY.md). The toolchain of this machine's platform is asked for.
+platform=$(go env GOHOSTOS)-$(go env GOHOSTARCH)
+for toolchain in $({ for minor in $(portcullis::minors); do portcullis::toolchain "${minor}"; done; } | sort -u); do
+  check_pin "golang.org/toolchain@v0.0.1-${toolchain}.${platform}"
+  go_patch=${toolchain##*.}
+  go_minor=${toolchain%.*}
+  newest=""
+  for ((next = go_patch + 1; next <= go_patch + PROBE_WINDOW; next++)); do
+    mapfile -t answer < <(ask "golang.org/toolchain@v0.0.1-${go_minor}.${next}.${platform}")
+    case ${answer[0]} in
+    served) newest=${go_minor}.${next} ;;
+    unreachable)
+      echo "the module proxy could not be reached asking for ${go_minor}.${next}: ${answer[1]:-}; not probed"
+      break
+      ;;
+    esac
+  done
+  if [[ -n ${newest} ]]; then
+    echo "${newest} is served, and the minors on ${toolchain} should move to it: set their go.mod toolchain lines (and releases/<minor>/upstream's and etcd's) to ${newest} (docs/compatibility.md, \"Go toolchain\")" >&2
+    status=1
+  else
+    echo "Go ${toolchain}: no newer patch served (asked up to ${go_minor}.$((go_patch + PROBE_WINDOW)))"
   fi
 done
 exit "${status}"

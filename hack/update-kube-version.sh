@@ -19,8 +19,14 @@
 # (docs/compatibility.md, "Go toolchain").
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
+usage="usage: $0 v1.MINOR.PATCH | v1.MINOR.0-beta.N (the preview lane) | --raise 1.MINOR (a rebuild: the counter of a release already cut)"
+if [[ $# -eq 2 && $1 == --raise ]]; then
+  PORTCULLIS_KUBE_MINOR=$2 portcullis::kube_minor >/dev/null
+  portcullis::raise_release "$2"
+  exit
+fi
 if [[ $# -ne 1 || ! $1 =~ ^v1\.([0-9]+)\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$ ]]; then
-  echo "usage: $0 v1.MINOR.PATCH, or v1.MINOR.0-beta.N for the preview lane (got: ${*:-nothing})" >&2
+  echo "${usage} (got: ${*:-nothing})" >&2
   exit 2
 fi
 kube_version=$1
@@ -52,6 +58,23 @@ if [[ ${minor_dir} != . ]]; then
 fi
 
 cd "${PORTCULLIS_ROOT}"
+# All or nothing: what the script writes is put back as it was when a step fails (a module
+# the proxy refuses half-way leaves no half-bumped tree).
+backup=$(mktemp -d)
+touched=(go.mod go.sum VERSION CHANGELOG.md README.md docs/compatibility.md pkg/releases/releases.go
+  staging/src/github.com/portcullis-k8s/api/go.mod staging/src/github.com/portcullis-k8s/api/go.sum releases build/deploy)
+cp -a --parents "${touched[@]}" "${backup}"
+restore() {
+  local status=$?
+  if ((status != 0)); then
+    rm -rf releases build/deploy
+    (cd "${backup}" && cp -a --parents "${touched[@]}" "${PORTCULLIS_ROOT}")
+    echo "hack/update-kube-version.sh failed; the files it writes are as they were" >&2
+  fi
+  rm -rf "${backup}"
+  exit "${status}"
+}
+trap restore EXIT
 gomod=$(portcullis::upstream_gomod "${kube_version}")
 if [[ -z ${gomod} || ! -f ${gomod} ]]; then
   echo "error: the module proxy does not serve k8s.io/kubernetes@${kube_version} (asked by exact version)" >&2
@@ -73,7 +96,7 @@ replace_staging() {
 # upstream_settings MODFLAGS... gives a go.mod upstream's go line and godebug settings.
 upstream_settings() {
   local args=(-go="${upstream_go}") setting
-  for setting in $(go mod edit -json "$@" | sed -n '/"Godebug"/,/\]/s/^[[:space:]]*"Key": "\(.*\)",$/\1/p'); do
+  for setting in $(go mod edit -json "$@" | sed -n '/"GoDebug"/,/\]/s/^[[:space:]]*"Key": "\(.*\)",$/\1/p'); do
     args+=(-dropgodebug="${setting}")
   done
   for setting in "${upstream_godebug[@]}"; do
@@ -152,7 +175,7 @@ mkdir -p "${upstream_dir}"
 etcd_version=$(portcullis::kubeadm_etcd_version "${kube_version}")
 etcd_dir=$(portcullis::etcd_module_dir "${minor}")
 mkdir -p "${etcd_dir}"
-etcd_gomod=$(go mod download -json "go.etcd.io/etcd/server/v3@v${etcd_version}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+etcd_gomod=$(portcullis::download "go.etcd.io/etcd/server/v3@v${etcd_version}" GoMod)
 {
   echo "// etcd ${etcd_version}, the version kubeadm ${kube_version} deploys: written by"
   echo "// hack/update-kube-version.sh; make etcd builds its tool."
@@ -186,6 +209,11 @@ if [[ ${minor} == "$(portcullis::minors | head -n 1)" ]]; then
     else
       GOTOOLCHAIN=$(portcullis::toolchain "${other}") go mod tidy -e -modfile="${other_dir}/go.mod"
     fi
+    # Its pins changed: so do the bytes it ships, and a release already cut is followed by
+    # the next.
+    if ! git diff --quiet -- "${other_dir}/go.mod" "${other_dir}/go.sum" && [[ ${other} != "$(portcullis::preview)" ]]; then
+      portcullis::raise_release "${other}"
+    fi
   done
 fi
 
@@ -198,32 +226,17 @@ if ${preview}; then
   # The preview lane is never released: its VERSION names the pre-release it builds, counter 0.
   new_version="${kube_version}+portcullis.0"
   echo "${new_version}" >"${minor_dir}/VERSION"
-elif [[ ${old_version} != "${new_version}" ]]; then
+elif [[ ${old_version} != v${minor}.* ]]; then
+  # The minor's first release (a preview promoted to the default build): a line of its own.
   echo "${new_version}" >"${minor_dir}/VERSION"
-  portcullis::release_renames "${old_version}" "${new_version}"
-  if [[ ${old_version} != v${minor}.* ]]; then
-    # The minor's first release (a preview promoted to the default build): a line of its own.
-    echo "CHANGELOG.md, README.md, docs/compatibility.md and pkg/releases/releases.go: add ${minor}'s first release, ${new_version} (docs/registry.md, \"Adding a minor\")" >&2
-  else
-    unreleased=false
-    if [[ $(portcullis::changelog_status "${old_version}") == unreleased ]]; then
-      unreleased=true
-    fi
-    portcullis::changelog_bump "${old_version}" "${new_version}"
-    # The pages that name each minor's release (a test holds them to VERSION).
-    sed -i "${release_renames[@]}" README.md docs/compatibility.md
-    # The minor's line of releases (pkg/releases): an unreleased release is renamed; a cut one
-    # stays, and the new one follows it.
-    if ${unreleased}; then
-      sed -i "${release_renames[@]}" pkg/releases/releases.go
-    else
-      echo "pkg/releases/releases.go: add ${new_version} to ${minor}'s line, after ${old_version}" >&2
-    fi
-  fi
   if [[ ${minor_dir} == . ]]; then
+    portcullis::release_renames "${old_version}" "${new_version}"
     mapfile -t kit < <(portcullis::deploy_kit)
     sed -i "${release_renames[@]}" "${kit[@]}"
   fi
+  echo "CHANGELOG.md, README.md, docs/compatibility.md and pkg/releases/releases.go: add ${minor}'s first release, ${new_version} (docs/registry.md, \"Adding a minor\")" >&2
+elif [[ ${old_version%%+*} != "${kube_version}" ]]; then
+  portcullis::name_release "${minor}" "${new_version}"
 fi
 
 echo "${modfile} now requires k8s.io/kubernetes ${kube_version} with $(wc -w <<<"${staging_modules}") staging modules at ${staging_version};"

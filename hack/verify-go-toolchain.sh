@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Fails when a supported minor's Go toolchain (its go.mod's toolchain line) is older than the
-# one upstream's release of that patch declares (k8s.io/kubernetes's .go-version): it would
-# lack standard-library fixes upstream's own release has (docs/compatibility.md, "Go
-# toolchain"). Also checks that the modules building that minor's upstream binaries and etcd
-# (releases/<minor>/upstream, releases/<minor>/etcd) name the same toolchain, and that the
-# minor being built (KUBE_MINOR) runs it.
+# Fails when a supported minor's Go toolchain (its go.mod's toolchain line) is not a patch of the
+# Go minor that upstream's release of that Kubernetes patch declares (k8s.io/kubernetes's
+# .go-version), or is an older patch than upstream's: the first would change what the runtime
+# and the standard library do, the second would lack fixes upstream's own release has
+# (docs/compatibility.md, "Go toolchain"). Also checks that the modules building that minor's
+# upstream binaries and etcd (releases/<minor>/upstream, releases/<minor>/etcd) name the same
+# toolchain, that docs/compatibility.md's table says what the files say, and that the minor
+# being built (KUBE_MINOR) runs it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
@@ -28,10 +30,19 @@ for minor in $(portcullis::minors) $(portcullis::preview); do
     continue
   fi
   kube_version=$(portcullis::gomod_kube_version "${minor}")
-  upstream_dir=$(go mod download -json "k8s.io/kubernetes@${kube_version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  upstream_dir=$(portcullis::download "k8s.io/kubernetes@${kube_version}" Dir)
   upstream=$(tr -d '[:space:]' <"${upstream_dir}/.go-version")
-  if older "${toolchain#go}" "${upstream}"; then
-    echo "${modfile}: toolchain ${toolchain} is older than go${upstream}, which k8s.io/kubernetes ${kube_version} declares (.go-version): move the toolchain line forward" >&2
+  if [[ ${toolchain%.*} != "go${upstream%.*}" ]]; then
+    echo "${modfile}: toolchain ${toolchain} is not a patch of go${upstream%.*}, the Go that k8s.io/kubernetes ${kube_version} declares (.go-version: go${upstream}): hack/update-go-toolchain.sh" >&2
+    failed=1
+  elif older "${toolchain#go}" "${upstream}"; then
+    echo "${modfile}: toolchain ${toolchain} is older than go${upstream}, which k8s.io/kubernetes ${kube_version} declares (.go-version): hack/update-go-toolchain.sh" >&2
+    failed=1
+  fi
+  # docs/compatibility.md's row: | minor | upstream's patch declares | built here with | ... |
+  row=$(grep -E "^[[:space:]]*\| ${minor//./\\.} \| go[0-9.]+ \| go[0-9.]+ \|" docs/compatibility.md | sed 's/^[[:space:]]*//' || true)
+  if [[ ${row} != "| ${minor} | go${upstream} | ${toolchain} |"* ]]; then
+    echo "docs/compatibility.md's toolchain table: want the row \"| ${minor} | go${upstream} | ${toolchain} | ...\", got \"${row:-none}\"" >&2
     failed=1
   fi
   for mod in "$(portcullis::upstream_module_dir "${minor}")/go.mod" "$(portcullis::etcd_module_dir "${minor}")/go.mod"; do

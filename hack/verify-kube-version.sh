@@ -6,10 +6,14 @@
 # is tidy and that VERSION is built on the same Kubernetes release.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
+# Each go command below names its go.mod: none of the caller's (make verify KUBE_MINOR=...'s
+# -modfile and tags).
+export GOFLAGS=-trimpath GOWORK=off
 
 # Every supported minor's pins: go.mod for the newest, releases/1.N/go.mod for the others.
 status=0
 for minor in $(portcullis::minors) $(portcullis::preview); do
+  export GOTOOLCHAIN=$(portcullis::toolchain "${minor}")
   minor_dir=$(portcullis::minor_dir "${minor}")
   modfile=${minor_dir}/go.mod
   modfile=${modfile#./}
@@ -75,9 +79,16 @@ for minor in $(portcullis::minors) $(portcullis::preview); do
     echo "${upstream_module}/go.mod or ${etcd_module}/go.mod is missing" >&2
     failed=1
   else
+    # What it asks for: k8s.io/kubernetes at the patch (tidy marks every requirement of a
+    # module of tools indirect, so none may be direct), upstream's staging modules replaced at
+    # the patch's v0.N.P and nothing else, upstream's commands as its tools.
     stock_json=$(go mod edit -json "${upstream_module}/go.mod")
-    if ! grep -q "\"Version\": \"${kube_version}\"" <<<"${stock_json}" ||
-      [[ $(grep -c "\"Version\": \"${want_version}\"" <<<"${stock_json}") -lt $(wc -w <<<"${expected}") ]] ||
+    stock_requires=$(awk '/"Require"/ { r = 1 } r && /"Path"/ { p = $2 } r && /"Version"/ { v = $2 } r && /"Indirect": true/ { i = 1 } r && /^\t\t}/ { print p, v, (i ? "indirect" : "direct"); i = 0 } /^\t\]/ { r = 0 }' <<<"${stock_json}" | tr -d '",')
+    stock_replaces=$(awk '/"Replace"/ { r = 1 } r && /"New"/ { n = 1 } r && /"Path"/ { if (n) np = $2; else op = $2 } r && /"Version"/ && n { print op, np, $2; n = 0 }' <<<"${stock_json}" | tr -d '",' | sort)
+    want_replaces=$(for module in ${expected}; do echo "${module} ${module} ${want_version}"; done | sort)
+    stock_tools=$(sed -n '/^tool (/,/^)/s/^[[:space:]]\+\([^[:space:]]*\)$/\1/p' "${upstream_module}/go.mod" | sort)
+    if ! grep -qx "k8s.io/kubernetes ${kube_version} [a-z]*" <<<"${stock_requires}" || grep -q " direct$" <<<"${stock_requires}" ||
+      [[ ${stock_replaces} != "${want_replaces}" || ${stock_tools} != "$(portcullis::upstream_tools | sort)" ]] ||
       [[ $(sed -n 's/^go //p' "${upstream_module}/go.mod") != "${upstream_go}" ]] ||
       [[ $(portcullis::upstream_godebug "${upstream_module}/go.mod" | sort) != "${want_godebug}" ]]; then
       echo "${upstream_module}/go.mod is not stock ${kube_version}'s module (k8s.io/kubernetes, its staging modules at ${want_version}, upstream's go line and godebug)" >&2
@@ -100,7 +111,6 @@ for minor in $(portcullis::minors) $(portcullis::preview); do
     failed=1
   fi
 
-  export GOTOOLCHAIN=$(portcullis::toolchain "${minor}")
   if [[ ${minor_dir} == . ]]; then
     tidy=(go mod tidy -diff)
   else
@@ -144,13 +154,21 @@ fi
 
 # Each minor's release counter: a release CHANGELOG.md no longer calls unreleased has been cut
 # (tagged as its version); once the bytes that minor ships could differ from the tag's - its
-# pins, the toolchain, any source that is not a test or a doc - the minor's VERSION must name a
-# new release (+portcullis.K+1, or a new patch), with its CHANGELOG section and its line's entry
-# in pkg/releases. Another minor's bump that tidies this minor's go.sum is such a change.
-shipped=(go.mod go.sum releases cmd pkg plugin staging build hack/lib VERSION
-  ':(exclude)*_test.go' ':(exclude)**/testdata/**' ':(exclude)*.md')
+# pins and VERSION, the build (Makefile, build/, hack/lib), LICENSE and NOTICE, any source that
+# is not a test or a doc - the minor's VERSION must name a new release (+portcullis.K+1, or a
+# new patch), with its CHANGELOG section and its line's entry in pkg/releases. Another minor's
+# bump that tidies this minor's go.sum is such a change; another minor's own files are not.
+# The working tree is compared, so that uncommitted work counts too.
 for minor in $(portcullis::minors); do
   version=$(portcullis::version "${minor}")
+  minor_dir=$(portcullis::minor_dir "${minor}")
+  shipped=(cmd pkg plugin staging build hack/lib Makefile LICENSE NOTICE
+    ':(exclude)*_test.go' ':(exclude)**/testdata/**' ':(exclude)*.md')
+  if [[ ${minor_dir} == . ]]; then
+    shipped+=(go.mod go.sum VERSION)
+  else
+    shipped+=("${minor_dir}/go.mod" "${minor_dir}/go.sum" "${minor_dir}/VERSION")
+  fi
   case $(portcullis::changelog_status "${version}") in
   unreleased) continue ;;
   missing)
@@ -164,8 +182,8 @@ for minor in $(portcullis::minors); do
     status=1
     continue
   fi
-  if ! git diff --quiet "refs/tags/${version}" HEAD -- "${shipped[@]}"; then
-    echo "${minor} ships other bytes than ${version} (git diff ${version} -- ${shipped[*]}): raise its counter (VERSION, CHANGELOG.md's '— unreleased' section, pkg/releases)" >&2
+  if ! git diff --quiet "refs/tags/${version}" -- "${shipped[@]}"; then
+    echo "${minor} ships other bytes than ${version} (git diff ${version} -- ${shipped[*]}): raise its counter (hack/update-kube-version.sh --raise ${minor})" >&2
     status=1
   fi
 done

@@ -64,7 +64,7 @@ var capabilities = []capability{
 }
 
 // releaseEveryMinor are the release tests make verify-release-minors runs on each older
-// minor's release (build/verify-release.sh reads them from RELEASE_TESTS, which the Makefile
-// passes from this list through hack/compatibility -release-tests).
+// minor's release (build/verify-release.sh asks for them: go run ./hack/compatibility
+// -release-tests).
 var releaseEveryMinor = []string{"TestSHA256SUMSCoversTheRelease", "TestBinariesAreStaticTrimmedAndStamped", "TestHostBinaryReportsTheVersion",
 	"TestSBOM", "TestThirdPartyLicenses", "TestImageIndexPlatforms", "TestImageFilesystem", "TestReleaseCarriesTheDeployKit"}

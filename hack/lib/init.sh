@@ -76,9 +76,15 @@ portcullis::version() {
 # portcullis::upstream_gomod VERSION prints the path of upstream's go.mod for that release,
 # fetched through the module proxy.
 portcullis::upstream_gomod() {
-  local version=$1
-  (cd "${PORTCULLIS_ROOT}" && go mod download -json "k8s.io/kubernetes@${version}") |
-    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p'
+  portcullis::download "k8s.io/kubernetes@$1" GoMod
+}
+
+# portcullis::download MODULE@VERSION FIELD downloads a module through the module proxy and
+# prints one field of go mod download -json (Dir, GoMod, Zip), asked from outside any module so
+# that no go.mod of the repository (its go line, the caller's -modfile) is read.
+portcullis::download() {
+  (cd / && GOWORK=off GOFLAGS= go mod download -json "$1") |
+    sed -n "s/^[[:space:]]*\"$2\": \"\(.*\)\",\$/\1/p"
 }
 
 # portcullis::staging_modules GOMOD prints every module upstream replaces with its own
@@ -351,7 +357,7 @@ portcullis::upstream_tools() {
 # (its DefaultEtcdVersion, without the image's "-0").
 portcullis::kubeadm_etcd_version() {
   local dir
-  dir=$(cd "${PORTCULLIS_ROOT}" && go mod download -json "k8s.io/kubernetes@$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  dir=$(portcullis::download "k8s.io/kubernetes@$1" Dir)
   sed -n 's/^[[:space:]]*DefaultEtcdVersion = "\([0-9.]*\)-[0-9]*"$/\1/p' "${dir}/cmd/kubeadm/app/constants/constants.go"
 }
 
@@ -395,7 +401,10 @@ portcullis::changelog_bump() {
 # does.
 portcullis::changelog_status() {
   local headings
-  headings=$(grep '^## ' "${PORTCULLIS_ROOT}/CHANGELOG.md" | grep -F -- "$1" || true)
+  # Whole words only: v1.37.2+portcullis.1 is not v1.37.2+portcullis.10.
+  headings=$(grep '^## ' "${PORTCULLIS_ROOT}/CHANGELOG.md" | while read -r line; do
+    tr -s ' \t,;()' '\n' <<<"${line}" | grep -qxF -- "$1" && echo "${line}"
+  done || true)
   if [[ -z ${headings} ]]; then
     echo missing
   elif grep -q -- '— unreleased' <<<"${headings}"; then
@@ -403,4 +412,54 @@ portcullis::changelog_status() {
   else
     echo released
   fi
+}
+
+# portcullis::name_release MINOR NEW names MINOR's next release NEW (v1.N.P+portcullis.K) where
+# the repository names that minor's release: its VERSION; CHANGELOG.md (the unreleased section
+# renamed, or a new section above a cut one); README.md's and docs/compatibility.md's tables;
+# the minor's line in pkg/releases (an unreleased release renamed, a cut one followed by NEW,
+# carrying every addition); for the newest minor, the deploy kit.
+portcullis::name_release() {
+  local minor=$1 new=$2 minor_dir old unreleased=false
+  minor_dir=$(portcullis::minor_dir "${minor}")
+  old=$(portcullis::version "${minor}")
+  [[ ${old} == "${new}" ]] && return 0
+  if [[ $(portcullis::changelog_status "${old}") == unreleased ]]; then
+    unreleased=true
+  fi
+  echo "${new}" >"${PORTCULLIS_ROOT}/${minor_dir}/VERSION"
+  portcullis::changelog_bump "${old}" "${new}"
+  portcullis::release_renames "${old}" "${new}"
+  (cd "${PORTCULLIS_ROOT}" && sed -i "${release_renames[@]}" README.md docs/compatibility.md)
+  local releases_go=${PORTCULLIS_ROOT}/pkg/releases/releases.go
+  if ${unreleased}; then
+    sed -i "${release_renames[@]}" "${releases_go}"
+  else
+    local last
+    last=$(sed -n 's/^var All = \[\]string{.*, \([A-Za-z0-9]*\)}$/\1/p' "${releases_go}")
+    sed -i "s|^\(\t\"${minor//./\\.}\": {.*\)}},\$|\1}, {Version: \"${new}\", Carries: ${last}}},|" "${releases_go}"
+    grep -qF "\"${new}\"" "${releases_go}" || {
+      echo "pkg/releases/releases.go: could not add ${new} to ${minor}'s line: add it after ${old}" >&2
+      return 1
+    }
+  fi
+  if [[ ${minor_dir} == . ]]; then
+    local kit
+    mapfile -t kit < <(portcullis::deploy_kit)
+    (cd "${PORTCULLIS_ROOT}" && sed -i "${release_renames[@]}" "${kit[@]}")
+  fi
+}
+
+# portcullis::raise_release MINOR raises MINOR's release counter when its VERSION names a
+# release already cut (its shipped bytes changed since: make verify says so), and does nothing
+# while it is unreleased (the change ships in it).
+portcullis::raise_release() {
+  local minor=$1 version
+  version=$(portcullis::version "${minor}")
+  if [[ $(portcullis::changelog_status "${version}") == unreleased ]]; then
+    echo "${minor}: ${version} is unreleased; the change ships in it"
+    return 0
+  fi
+  portcullis::name_release "${minor}" "${version%.*}.$((${version##*.} + 1))"
+  echo "${minor}: $(portcullis::version "${minor}") follows ${version}"
 }

@@ -83,21 +83,27 @@ func Upstream(gomod []byte, kubeVersion string) (Graph, error) {
 	return graph, nil
 }
 
+// OwnModule is this repository's staging API module, which every minor's go.mod replaces with
+// its directory: the distribution's code, like the main module, and so not compared.
+const OwnModule = "github.com/portcullis-k8s/api"
+
 // Linked returns the modules a binary links, each at the version it was built from: a module
-// replaced by another version is at that version. Modules replaced by a directory (this
-// repository's own staging module) are the distribution's code, like the main module, and left
-// out.
+// replaced by another version is at that version, one replaced by a directory at "dir:" and
+// the directory (a difference from any graph), but for OwnModule, which is left out.
 func Linked(info *debug.BuildInfo) Graph {
 	graph := Graph{}
 	for _, dep := range info.Deps {
 		version := dep.Version
 		if dep.Replace != nil {
-			if isDirectory(dep.Replace.Path) {
+			switch {
+			case dep.Path == OwnModule && isDirectory(dep.Replace.Path):
 				continue
-			}
-			version = dep.Replace.Version
-			if dep.Replace.Path != dep.Path {
+			case isDirectory(dep.Replace.Path):
+				version = "dir:" + dep.Replace.Path
+			case dep.Replace.Path != dep.Path:
 				version = dep.Replace.Path + "@" + dep.Replace.Version
+			default:
+				version = dep.Replace.Version
 			}
 		}
 		graph[dep.Path] = version

@@ -76,6 +76,7 @@ func TestLinkedAndCompare(t *testing.T) {
 			{Path: "k8s.io/kube-openapi", Version: "v0.0.0-20260721132016-d427ff9ee9ad"},
 			{Path: "example.com/fork", Version: "v1.0.0", Replace: &debug.Module{Path: "example.com/other", Version: "v1.0.1"}},
 			{Path: "k8s.io/kubernetes", Version: "v1.35.8"},
+			{Path: "sigs.k8s.io/yaml", Version: "v1.6.0", Replace: &debug.Module{Path: "./third_party/yaml", Version: "(devel)"}},
 		},
 	}
 	linked := Linked(info)
@@ -90,6 +91,8 @@ func TestLinkedAndCompare(t *testing.T) {
 	want := []Difference{
 		{Path: "example.com/fork", Linked: "example.com/other@v1.0.1"},
 		{Path: "k8s.io/kube-openapi", Linked: "v0.0.0-20260721132016-d427ff9ee9ad", Upstream: "v0.0.0-20250910181357-589584f1c912"},
+		// Any other module replaced by a directory is a difference, whatever its version.
+		{Path: "sigs.k8s.io/yaml", Linked: "dir:./third_party/yaml", Upstream: "v1.6.0"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Compare:\n got %v\nwant %v", got, want)

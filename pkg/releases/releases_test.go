@@ -73,8 +73,8 @@ func TestFirstOnLine(t *testing.T) {
 		{"1.37", V1372Portcullis1, V1372Portcullis1, true},
 		// An older minor's first release already carried the second addition: going back
 		// within its line refuses nothing.
-		{"1.35", V1372Portcullis1, "v1.35.8+portcullis.1", false},
-		{"1.36", V1371Portcullis1, "v1.36.5+portcullis.1", false},
+		{"1.35", V1372Portcullis1, Line("1.35")[0].Version, false},
+		{"1.36", V1371Portcullis1, Line("1.36")[0].Version, false},
 		{"1.34", V1371Portcullis1, "", false},
 	} {
 		version, earlier := FirstOnLine(tc.minor, tc.addition)

@@ -2,7 +2,7 @@ module github.com/portcullis-k8s/portcullis
 
 go 1.25.0
 
-toolchain go1.26.8
+toolchain go1.26.11
 
 godebug default=go1.25
 

@@ -33,6 +33,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/build/deploy/podsecuritypolicy"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
@@ -260,14 +261,37 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 					// established (the plugin's readiness check).
 					older := framework.StartAPIServerWithPKI(t, bins[previous].APIServer, etcd, files, flags...)
 					defer older.Stop(t)
-					after, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
+					// Then both check the CRD every CRDCheckInterval: through three of those
+					// rounds, no write may come (a watch from the version before the older
+					// server started sees any).
+					watcher, err := dyn.Resource(crdResource).Watch(ctx, metav1.ListOptions{
+						FieldSelector:   "metadata.name=podpresets.settings.k8s.io",
+						ResourceVersion: before.GetResourceVersion(),
+					})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if after.GetResourceVersion() != before.GetResourceVersion() || after.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"] != minor {
-						t.Errorf("Portcullis %s rewrote the PodPreset CRD that %s installed: resourceVersion %s, now %s, schema of Kubernetes %q",
-							previous, minor, before.GetResourceVersion(), after.GetResourceVersion(), after.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"])
+					window := time.NewTimer(3 * podpreset.CRDCheckInterval)
+					defer window.Stop()
+				observe:
+					for {
+						select {
+						case ev, ok := <-watcher.ResultChan():
+							if !ok {
+								t.Fatal("the watch of the PodPreset CRD ended early")
+							}
+							holds := "?"
+							if crd, ok := ev.Object.(*unstructured.Unstructured); ok {
+								holds = crd.GetAnnotations()["settings.portcullis.io/schema-kubernetes-minor"]
+							}
+							t.Errorf("with Portcullis %s beside %s, the PodPreset CRD was written (%s): schema of Kubernetes %q",
+								previous, minor, ev.Type, holds)
+							break observe
+						case <-window.C:
+							break observe
+						}
 					}
+					watcher.Stop()
 					checkObjects(t, older, dynamic.NewForConfigOrDie(older.Config))
 					checkEnforced(t, older, previous+"-beside-"+minor)
 				})

@@ -4,7 +4,7 @@ module github.com/portcullis-k8s/portcullis/releases/1.35/etcd
 
 go 1.24
 
-toolchain go1.26.8
+toolchain go1.26.11
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -5,7 +5,7 @@ module github.com/portcullis-k8s/portcullis/releases/1.35/upstream
 
 go 1.25.0
 
-toolchain go1.26.8
+toolchain go1.26.11
 
 require (
 	cel.dev/expr v0.24.0 // indirect

@@ -5,7 +5,7 @@ module github.com/portcullis-k8s/portcullis/releases/1.36/upstream
 
 go 1.26.0
 
-toolchain go1.26.8
+toolchain go1.26.11
 
 require (
 	cel.dev/expr v0.25.1 // indirect

@@ -5,7 +5,7 @@ module github.com/portcullis-k8s/portcullis/releases/1.37/upstream
 
 go 1.26.0
 
-toolchain go1.27.3
+toolchain go1.26.11
 
 require (
 	cel.dev/expr v0.25.1 // indirect

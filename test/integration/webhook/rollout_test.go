@@ -90,11 +90,7 @@ admissionTrace: {onRequest: true, audit: true}
 func startRolloutCluster(t *testing.T, e *env, bins framework.Binaries, etcd *framework.Etcd, tokens string) *cluster {
 	t.Helper()
 	dir := filepath.Join(e.dir, "rollout")
-	config := writeAdmissionConfig(t, dir, entries{
-		validating: "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\n",
-		mutating:   "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\n",
-		portcullis: rolloutPortcullis(&suiteCase{id: rolloutID}),
-	})
+	config := writeAdmissionConfig(t, dir, entries{portcullis: rolloutPortcullis(&suiteCase{id: rolloutID})})
 	policy := writeAuditPolicy(t, dir, "pods")
 	auditLog := filepath.Join(dir, "audit.log")
 	c := startCluster(t, e, "rollout", bins.APIServer, etcd,

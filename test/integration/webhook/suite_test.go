@@ -257,8 +257,12 @@ users:
 type entries struct{ validating, mutating, portcullis string }
 
 // upstreamEntries are both webhook plugins' configuration in upstream's kind, reading
-// kubeconfig.
+// kubeconfig; none without one (up to 1.36, upstream's loader refuses an entry whose
+// kubeConfigFile is not an absolute path, an empty one included).
 func upstreamEntries(kubeconfig string) entries {
+	if kubeconfig == "" {
+		return entries{}
+	}
 	entry := fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
 kind: WebhookAdmissionConfiguration
 kubeConfigFile: %q
@@ -296,15 +300,15 @@ func writeAdmissionConfig(t *testing.T, dir string, e entries) string {
 	indent := func(entry string) string {
 		return "    " + strings.ReplaceAll(strings.TrimRight(entry, "\n"), "\n", "\n    ") + "\n"
 	}
+	entry := func(name, config string) string {
+		if config == "" {
+			return ""
+		}
+		return "- name: " + name + "\n  configuration:\n" + indent(config)
+	}
 	config := filepath.Join(dir, "admission-config.yaml")
-	writeFile(t, config, `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionWebhook
-  configuration:
-`+indent(e.validating)+`- name: MutatingAdmissionWebhook
-  configuration:
-`+indent(e.mutating)+portcullisEntry(e.portcullis, indent))
+	writeFile(t, config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"+
+		entry("ValidatingAdmissionWebhook", e.validating)+entry("MutatingAdmissionWebhook", e.mutating)+portcullisEntry(e.portcullis, indent))
 	return config
 }
 

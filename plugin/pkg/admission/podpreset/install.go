@@ -26,9 +26,9 @@ const (
 	// establishPollInterval paces the start-up attempts: the plugin is built before the
 	// server serves, so the first ones fail, and /readyz waits for the CRD.
 	establishPollInterval = 250 * time.Millisecond
-	// crdCheckInterval paces the checks, once the CRD is established, that it is still there
+	// CRDCheckInterval paces the checks, once the CRD is established, that it is still there
 	// and current: a deleted CRD is recreated within this interval and a write's latency.
-	crdCheckInterval = 5 * time.Second
+	CRDCheckInterval = 5 * time.Second
 )
 
 // crdInstaller keeps the PodPreset CRD installed. It never deletes the CRD, so disabling the
@@ -36,7 +36,7 @@ const (
 type crdInstaller struct {
 	client dynamic.Interface
 	logger klog.Logger
-	// checkInterval is crdCheckInterval, but for tests.
+	// checkInterval is CRDCheckInterval, but for tests.
 	checkInterval time.Duration
 	// lastFailure is the last failure logged, so a persistent one is logged once.
 	lastFailure string
@@ -55,7 +55,7 @@ func (i *crdInstaller) run(ctx context.Context, established func()) {
 	established()
 	interval := i.checkInterval
 	if interval == 0 {
-		interval = crdCheckInterval
+		interval = CRDCheckInterval
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) { i.ensure(ctx) }, interval)
 }
