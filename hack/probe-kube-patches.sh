@@ -34,10 +34,16 @@ trap 'rm -rf "${work}"' EXIT
 # ask MODULE@VERSION prints served, refused, unreachable or broken on its first line (and the
 # go command's words on the next, unless served). Served means downloaded whole.
 ask() {
-  local out
-  if out=$(cd "${work}" && GOWORK=off GOFLAGS=-mod=mod GOPROXY=${proxy} GONOPROXY= GOPRIVATE= GONOSUMDB= \
-    timeout 300 go mod download -json "$1" 2>&1) && ! grep -q '"Error"' <<<"${out}"; then
+  local out status=0
+  out=$(cd "${work}" && GOWORK=off GOFLAGS=-mod=mod GOPROXY=${proxy} GONOPROXY= GOPRIVATE= GONOSUMDB= \
+    timeout 300 go mod download -json "$1" 2>&1) || status=$?
+  if ((status == 0)) && ! grep -q '"Error"' <<<"${out}"; then
     echo served
+    return
+  fi
+  if ((status == 124)); then
+    echo unreachable
+    echo "no answer in 300 s"
     return
   fi
   out=$(grep -v '^[{}]' <<<"${out}" | grep -m1 -E 'Error|go: ' || head -n 1 <<<"${out}")
@@ -139,6 +145,10 @@ for toolchain in $({ for minor in $(portcullis::minors); do portcullis::toolchai
     unreachable)
       echo "the module proxy could not be reached asking for ${go_minor}.${next}: ${answer[1]:-}; not probed"
       break
+      ;;
+    broken)
+      echo "asking for ${go_minor}.${next} failed: ${answer[1]:-}" >&2
+      status=1
       ;;
     esac
   done

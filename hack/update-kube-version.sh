@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Usage: hack/update-kube-version.sh v1.N.P
+#        hack/update-kube-version.sh v1.N.0-beta.K   (also -alpha.K, -rc.K: the preview lane)
+#        hack/update-kube-version.sh --raise 1.N
 #
 # Moves one supported minor to a Kubernetes patch release, leaving the other minors' pins
 # alone, and names the new release:
@@ -11,17 +13,45 @@
 # - releases/1.N/upstream: the module that builds that minor's stock binaries from upstream's
 #   graph alone (the parity suites' yardstick, kubeadm, kubectl, kube-controller-manager);
 # - releases/1.N/etcd: the etcd server that version's kubeadm deploys;
-# - VERSION (v1.N.P+portcullis.1), CHANGELOG.md's line for it, and for the newest minor the
-#   deploy kit, which names its release.
-# The list of staging modules is read from upstream, never kept here. A minor not in
-# releases/minors is refused: adding or dropping a minor is a change of its own
-# (docs/registry.md, "Kubernetes minors"). Each minor keeps its go.mod's toolchain line
-# (docs/compatibility.md, "Go toolchain").
+# - the release: VERSION (v1.N.P+portcullis.1), CHANGELOG.md's section, README's and
+#   compatibility.md's tables, the minor's line in pkg/releases, and for the newest minor the
+#   deploy kit, which names its release (portcullis::name_release).
+# A pre-release is taken only for the preview lane (releases/preview), whose VERSION ends in
+# +portcullis.0 and is never released. --raise names a minor's next release when the one its
+# VERSION names was cut and what it ships changed (a rebuild: a Go patch, a source change).
+# The list of staging modules is read from upstream, never kept here. A minor neither in
+# releases/minors nor the preview is refused: adding or dropping a minor is a change of its
+# own (docs/registry.md, "Adding a minor"). Each minor keeps its go.mod's toolchain line
+# (hack/update-go-toolchain.sh moves it). Whatever it writes is put back when a step fails.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+cd "${PORTCULLIS_ROOT}"
 
-usage="usage: $0 v1.MINOR.PATCH | v1.MINOR.0-beta.N (the preview lane) | --raise 1.MINOR (a rebuild: the counter of a release already cut)"
+usage="usage: $0 v1.MINOR.PATCH | v1.MINOR.0-beta.N (the preview lane; -alpha.N, -rc.N too) | --raise 1.MINOR (a release already cut, rebuilt)"
+
+# All or nothing: what the script writes is put back as it was when a step fails (a module
+# the proxy refuses half-way leaves no half-bumped tree).
+backup=$(mktemp -d)
+touched=(go.mod go.sum VERSION CHANGELOG.md README.md docs/compatibility.md pkg/releases/releases.go
+  staging/src/github.com/portcullis-k8s/api/go.mod staging/src/github.com/portcullis-k8s/api/go.sum releases build/deploy)
+cp -a --parents "${touched[@]}" "${backup}"
+restore() {
+  local status=$?
+  if ((status != 0)); then
+    rm -rf releases build/deploy
+    (cd "${backup}" && cp -a --parents "${touched[@]}" "${PORTCULLIS_ROOT}")
+    echo "hack/update-kube-version.sh failed; the files it writes are as they were" >&2
+  fi
+  rm -rf "${backup}"
+  exit "${status}"
+}
+trap restore EXIT
+
 if [[ $# -eq 2 && $1 == --raise ]]; then
   PORTCULLIS_KUBE_MINOR=$2 portcullis::kube_minor >/dev/null
+  if [[ $2 == "$(portcullis::preview)" ]]; then
+    echo "error: $2 is the preview lane (releases/preview): it has no release to raise" >&2
+    exit 2
+  fi
   portcullis::raise_release "$2"
   exit
 fi
@@ -44,9 +74,10 @@ portcullis::kube_minor >/dev/null
 minor_dir=$(portcullis::minor_dir "${minor}")
 modfile=${minor_dir}/go.mod
 mkdir -p "${minor_dir}"
-# The minor's toolchain line; a new lane (the preview's first pins) starts with the newest
-# minor's.
+# The minor's toolchain line; a lane without pins yet (the preview's first, a promoted
+# preview's) takes its upstream module's, else the newest minor's.
 GOTOOLCHAIN=$(portcullis::toolchain "${minor}" 2>/dev/null || true)
+GOTOOLCHAIN=${GOTOOLCHAIN:-$(sed -n 's/^toolchain //p' "$(portcullis::upstream_module_dir "${minor}")/go.mod" 2>/dev/null || true)}
 GOTOOLCHAIN=${GOTOOLCHAIN:-$(portcullis::toolchain "$(portcullis::default_minor)")}
 export GOTOOLCHAIN
 # Only the go.mod files named below: never the caller's -modfile or build tags.
@@ -57,24 +88,6 @@ if [[ ${minor_dir} != . ]]; then
   modflags=(-modfile="${modfile}")
 fi
 
-cd "${PORTCULLIS_ROOT}"
-# All or nothing: what the script writes is put back as it was when a step fails (a module
-# the proxy refuses half-way leaves no half-bumped tree).
-backup=$(mktemp -d)
-touched=(go.mod go.sum VERSION CHANGELOG.md README.md docs/compatibility.md pkg/releases/releases.go
-  staging/src/github.com/portcullis-k8s/api/go.mod staging/src/github.com/portcullis-k8s/api/go.sum releases build/deploy)
-cp -a --parents "${touched[@]}" "${backup}"
-restore() {
-  local status=$?
-  if ((status != 0)); then
-    rm -rf releases build/deploy
-    (cd "${backup}" && cp -a --parents "${touched[@]}" "${PORTCULLIS_ROOT}")
-    echo "hack/update-kube-version.sh failed; the files it writes are as they were" >&2
-  fi
-  rm -rf "${backup}"
-  exit "${status}"
-}
-trap restore EXIT
 gomod=$(portcullis::upstream_gomod "${kube_version}")
 if [[ -z ${gomod} || ! -f ${gomod} ]]; then
   echo "error: the module proxy does not serve k8s.io/kubernetes@${kube_version} (asked by exact version)" >&2
@@ -222,6 +235,10 @@ fi
 # release its comments describe).
 old_version=$(portcullis::version "${minor}" 2>/dev/null || true)
 new_version="${kube_version}+portcullis.1"
+if [[ -z ${old_version} ]] && ! ${preview}; then
+  echo "error: ${minor_dir}/VERSION is missing: a supported minor names its release there (docs/registry.md, \"Adding a minor\": copy the previous one first)" >&2
+  exit 1
+fi
 if ${preview}; then
   # The preview lane is never released: its VERSION names the pre-release it builds, counter 0.
   new_version="${kube_version}+portcullis.0"

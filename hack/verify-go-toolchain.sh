@@ -46,7 +46,7 @@ for minor in $(portcullis::minors) $(portcullis::preview); do
     failed=1
   fi
   for mod in "$(portcullis::upstream_module_dir "${minor}")/go.mod" "$(portcullis::etcd_module_dir "${minor}")/go.mod"; do
-    theirs=$(sed -n 's/^toolchain //p' "${mod}" 2>/dev/null)
+    theirs=$(sed -n 's/^toolchain //p' "${mod}" 2>/dev/null || true)
     if [[ ${theirs} != "${toolchain}" ]]; then
       echo "${mod}: toolchain ${theirs:-missing}, ${modfile}'s is ${toolchain}: one toolchain for a minor (hack/update-kube-version.sh ${kube_version} writes it)" >&2
       failed=1

@@ -70,6 +70,9 @@ func run(root string, verify bool) error {
 		}
 		path := filepath.Join(root, file)
 		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted, not yet from git's index
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -203,16 +206,23 @@ func (l lanes) constraint(r rule) (string, error) {
 	return strings.Join(terms, " || "), nil
 }
 
-// withConstraint returns the file with its //go:build line (the first, if any) set to
-// constraint, followed by a blank line.
+// withConstraint returns the file with its //go:build line (the one before the package clause,
+// after a header comment or not) set to constraint; a file without one gets it first, followed
+// by a blank line.
 func withConstraint(data []byte, constraint string) []byte {
-	line := []byte("//go:build " + constraint + "\n")
-	if bytes.HasPrefix(data, []byte("//go:build ")) {
-		end := bytes.IndexByte(data, '\n')
-		if end < 0 {
-			return line
+	line := []byte("//go:build " + constraint)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, l := range lines {
+		trimmed := bytes.TrimSpace(l)
+		if bytes.HasPrefix(trimmed, []byte("package ")) {
+			break
 		}
-		return append(line, data[end+1:]...)
+		if bytes.HasPrefix(trimmed, []byte("//go:build ")) {
+			out := append([][]byte{}, lines[:i]...)
+			out = append(out, append(line, '\n'))
+			out = append(out, lines[i+1:]...)
+			return bytes.Join(out, nil)
+		}
 	}
-	return append(append(line, '\n'), data...)
+	return append(append(line, '\n', '\n'), data...)
 }

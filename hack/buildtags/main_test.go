@@ -73,6 +73,7 @@ func TestRunWritesAndVerifies(t *testing.T) {
 	write("pkg/a/run_upto_1_36.go", "//go:build kube1.36\n\npackage a\n")
 	write("pkg/a/run_from_1_37.go", "package a\n")
 	write("pkg/a/plain.go", "//go:build linux\n\npackage a\n")
+	write("pkg/a/headed_1_35.go", "// A header.\n\n//go:build kube1.36\n\npackage a\n")
 	if out, err := exec.Command("git", "-C", root, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
@@ -86,6 +87,7 @@ func TestRunWritesAndVerifies(t *testing.T) {
 		"pkg/a/run_upto_1_36.go": "//go:build kube1.35 || kube1.36\n\npackage a\n",
 		"pkg/a/run_from_1_37.go": "//go:build !kube1.35 && !kube1.36\n\npackage a\n",
 		"pkg/a/plain.go":         "//go:build linux\n\npackage a\n",
+		"pkg/a/headed_1_35.go":   "// A header.\n\n//go:build kube1.35\n\npackage a\n",
 	} {
 		got, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {
