@@ -94,6 +94,17 @@ if [[ -z ${gomod} || ! -f ${gomod} ]]; then
   exit 1
 fi
 upstream_go=$(sed -n 's/^go //p' "${gomod}")
+# The toolchain: the newest served patch of the Go upstream declares for this release
+# (.go-version), when the minor's is of another Go minor or an older patch (a preview's first
+# pins, a promotion, upstream moving its Go). The minor's files are written with it below.
+upstream_go_version=$(tr -d '[:space:]' <"$(portcullis::download "k8s.io/kubernetes@${kube_version}" Dir)/.go-version")
+if [[ ${GOTOOLCHAIN%.*} != "go${upstream_go_version%.*}" ]] || (( ${GOTOOLCHAIN##*.} < ${upstream_go_version##*.} )); then
+  GOTOOLCHAIN=$(portcullis::newest_go_patch "${upstream_go_version}")
+  echo "${minor} moves to ${GOTOOLCHAIN}: upstream's ${kube_version} declares go${upstream_go_version} (add or change its row in docs/compatibility.md's toolchain table)" >&2
+  if [[ -f ${modfile} ]]; then
+    go mod edit "${modflags[@]}" -toolchain="${GOTOOLCHAIN}"
+  fi
+fi
 mapfile -t upstream_godebug < <(portcullis::upstream_godebug "${gomod}")
 staging_modules=$(portcullis::staging_modules "${gomod}")
 
@@ -181,7 +192,9 @@ mkdir -p "${upstream_dir}"
   cd "${upstream_dir}"
   upstream_settings
   replace_staging
-  go mod tidy
+  # -e: what only the tests of upstream's packages import may be missing from the proxy (a
+  # pre-release's test-only staging modules are); the binaries need none of it.
+  go mod tidy -e
 )
 
 # releases/1.N/etcd: the etcd server kubeadm of that version deploys (its DefaultEtcdVersion).

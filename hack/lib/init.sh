@@ -83,8 +83,14 @@ portcullis::upstream_gomod() {
 # prints one field of go mod download -json (Dir, GoMod, Zip), asked from outside any module so
 # that no go.mod of the repository (its go line, the caller's -modfile) is read.
 portcullis::download() {
-  (cd / && GOWORK=off GOFLAGS= go mod download -json "$1") |
-    sed -n "s/^[[:space:]]*\"$2\": \"\(.*\)\",\$/\1/p"
+  local out
+  # +auto: a module whose go line is newer than the toolchain in use (a preview's) is still
+  # fetched, the go command switching to a toolchain that reads it.
+  if ! out=$(cd / && GOWORK=off GOFLAGS= GOTOOLCHAIN="${GOTOOLCHAIN%%+*}+auto" go mod download -json "$1" 2>&1); then
+    echo "error: the module proxy does not give $1 (asked by exact version): $(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' <<<"${out}" | head -n 1)" >&2
+    return 1
+  fi
+  sed -n "s/^[[:space:]]*\"$2\": \"\(.*\)\",\$/\1/p" <<<"${out}"
 }
 
 # portcullis::staging_modules GOMOD prints every module upstream replaces with its own
@@ -462,4 +468,24 @@ portcullis::raise_release() {
   fi
   portcullis::name_release "${minor}" "${version%.*}.$((${version##*.} + 1))"
   echo "${minor}: $(portcullis::version "${minor}") follows ${version}"
+}
+
+# portcullis::newest_go_patch X.Y.Z prints goX.Y.P, the newest patch of Go X.Y from Z on that
+# the module proxy serves (asked by exact version: its list omits some): the toolchain a minor
+# whose upstream declares goX.Y.Z builds with (docs/compatibility.md, "Go toolchain").
+portcullis::newest_go_patch() {
+  local go_minor=${1%.*} patch=${1##*.} newest="" platform
+  platform=$(go env GOHOSTOS)-$(go env GOHOSTARCH)
+  for ((; patch <= ${1##*.} + 20; patch++)); do
+    if (cd / && GOWORK=off GOFLAGS= GOTOOLCHAIN="${GOTOOLCHAIN%%+*}+auto" go list -m -json "golang.org/toolchain@v0.0.1-go${go_minor}.${patch}.${platform}" >/dev/null 2>&1); then
+      newest=go${go_minor}.${patch}
+    elif [[ -n ${newest} ]]; then
+      break
+    fi
+  done
+  if [[ -z ${newest} ]]; then
+    echo "error: the module proxy serves no toolchain go${go_minor}.P from go$1 on" >&2
+    return 1
+  fi
+  echo "${newest}"
 }
