@@ -66,15 +66,19 @@ if [[ ${binaries_only} == false ]]; then
   env -u GOOS -u GOARCH GOFLAGS= "${GO}" -C build/licenses build -o "${licenses_tool}" github.com/google/go-licenses
   third_party="${sbom_tool_dir}/third-party-licenses"
   echo "writing ${dir}/third-party-licenses.tar"
-  # An older minor's pins are releases/1.N/go.mod, which go-licenses cannot be given (the go
-  # commands it starts outside the module refuse -modfile): it reads a copy of the tracked
-  # files with that go.mod in place, and the minor's build tag.
+  # An older minor's pins are releases/1.N/go.mod, which neither go-licenses (the go commands
+  # it starts outside the module refuse -modfile) nor the SBOM's generator (it resolves the
+  # staging module's directory, and the standard library, against the go.mod it finds) can be
+  # given: both read a copy of the sources with that go.mod in place, and the minor's build
+  # tag. The copy is a local clone at HEAD (the generator versions the main module by its
+  # commit) with the tracked files of the working tree over it.
   licenses_src=${PORTCULLIS_ROOT}
   licenses_goflags=${GOFLAGS:-}
   minor_dir=$(portcullis::minor_dir)
   if [[ ${minor_dir} != . ]]; then
     licenses_src=${sbom_tool_dir}/src
-    mkdir -p "${licenses_src}"
+    git clone -q --local --no-checkout "${PORTCULLIS_ROOT}" "${licenses_src}"
+    git -C "${licenses_src}" checkout -q --detach "$(git rev-parse HEAD)"
     git ls-files -z | tar --null -T - -cf - | tar -xf - -C "${licenses_src}"
     cp "${minor_dir}/go.mod" "${minor_dir}/go.sum" "${licenses_src}/"
     licenses_goflags="-trimpath -tags=kube$(portcullis::kube_minor)"
@@ -109,8 +113,8 @@ for platform in "$@"; do
     # version (-std), so that a Go vulnerability is found by it. No serial number or timestamp, so that it is
     # reproducible like every other artifact.
     echo "writing ${out}.cdx.json"
-    GOOS=${platform%/*} GOARCH=${platform#*/} "${sbom_tool}" app \
-      -json -licenses -std -noserial -notimestamp -main cmd/kube-apiserver -output "${out}.cdx.json" "${PORTCULLIS_ROOT}"
+    GOFLAGS=${licenses_goflags} GOOS=${platform%/*} GOARCH=${platform#*/} "${sbom_tool}" app \
+      -json -licenses -std -noserial -notimestamp -main cmd/kube-apiserver -output "${out}.cdx.json" "${licenses_src}"
     artifacts+=("${platform}/kube-apiserver.cdx.json")
   fi
 done

@@ -362,9 +362,14 @@ func kubeadmEtcdVersion(t *testing.T, root, minor string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// "go.etcd.io/etcd/server/v3 v3.6.6 // indirect" in a require block, or after "require".
 	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "go.etcd.io/etcd/server/v3" || (len(f) >= 3 && f[1] == "go.etcd.io/etcd/server/v3")) {
-			return strings.TrimPrefix(f[len(f)-1], "v")
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "require" {
+			f = f[1:]
+		}
+		if len(f) >= 2 && f[0] == "go.etcd.io/etcd/server/v3" && strings.HasPrefix(f[1], "v") {
+			return strings.TrimPrefix(f[1], "v")
 		}
 	}
 	t.Fatalf("releases/%s/etcd/go.mod requires no go.etcd.io/etcd/server/v3", minor)
