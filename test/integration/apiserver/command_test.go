@@ -5,7 +5,6 @@ package apiserver
 
 import (
 	"bytes"
-	"debug/buildinfo"
 	"errors"
 	"net"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
+	"github.com/portcullis-k8s/portcullis/internal/modulegraph"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
@@ -156,43 +156,20 @@ func TestVersion(t *testing.T) {
 // TestBuiltWithThePGOProfile: the binary every suite starts is make build's, and make build
 // compiles it with cmd/kube-apiserver/default.pgo (docs/pgo.md). The stock binary the suites
 // compare against shares the profile (one compiled form of Kubernetes for make test) but is
-// stock's main package from the same Kubernetes module.
+// stock's main package from the same Kubernetes release (TestModuleGraphIsUpstreams holds the
+// rest of its graph).
 func TestBuiltWithThePGOProfile(t *testing.T) {
 	bins := framework.FindBinaries(t)
-	read := func(binary string) (*buildinfo.BuildInfo, string) {
-		t.Helper()
-		info, err := buildinfo.ReadFile(binary)
-		if err != nil {
-			t.Fatalf("reading the build information of %s: %v", binary, err)
-		}
-		pgo := ""
-		for _, s := range info.Settings {
-			if s.Key == "-pgo" {
-				pgo = s.Value
-			}
-		}
-		return info, pgo
+	ours := readBuildInfo(t, bins.APIServer)
+	if pgo := buildSetting(ours, "-pgo"); pgo != "default.pgo" {
+		t.Errorf("%s: built with -pgo=%q, want %q", bins.APIServer, pgo, "default.pgo")
 	}
-	ours, oursPGO := read(bins.APIServer)
-	if oursPGO != "default.pgo" {
-		t.Errorf("%s: built with -pgo=%q, want %q", bins.APIServer, oursPGO, "default.pgo")
-	}
-	stock, _ := read(bins.StockAPIServer)
+	stock := readBuildInfo(t, bins.StockAPIServer)
 	if stock.Path != "k8s.io/kubernetes/cmd/kube-apiserver" {
 		t.Errorf("%s: main package %q, want stock's k8s.io/kubernetes/cmd/kube-apiserver", bins.StockAPIServer, stock.Path)
 	}
-	kubernetesVersion := func(info *buildinfo.BuildInfo) string {
-		for _, d := range info.Deps {
-			if d.Path == "k8s.io/kubernetes" {
-				return d.Version
-			}
-		}
-		if info.Main.Path == "k8s.io/kubernetes" {
-			return info.Main.Version
-		}
-		return ""
-	}
-	if o, s := kubernetesVersion(ours), kubernetesVersion(stock); o == "" || o != s {
+	o, s := modulegraph.Linked(ours)["k8s.io/kubernetes"], modulegraph.Linked(stock)["k8s.io/kubernetes"]
+	if o == "" || o != s {
 		t.Errorf("k8s.io/kubernetes: ours links %q, stock %q; want one version", o, s)
 	}
 	if _, err := os.Stat(filepath.Join(framework.RepoRoot(t), "cmd", "kube-apiserver", "default.pgo")); err != nil {
