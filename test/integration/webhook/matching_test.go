@@ -337,8 +337,16 @@ func testSelectorsAndConditions(t *testing.T, e *env) {
 			t.Helper()
 			cm := k.storedConfigMap(t, ns, name)
 			cm.Labels[color] = value
-			if _, err := cms.Update(k.ctx(t), cm, metav1.UpdateOptions{}); err != nil {
+			updated, err := cms.Update(k.ctx(t), cm, metav1.UpdateOptions{})
+			if err != nil {
 				t.Fatalf("relabelling %s %s: %v", name, value, err)
+			}
+			// A DELETE first judges the watch cache's copy of the object and, if that copy
+			// was stale, judges the stored one again (upstream's store does this, stock
+			// included). Reading at the update's resourceVersion waits until the cache holds
+			// it, so the DELETE below is judged once, on the relabelled object.
+			if _, err := cms.Get(k.ctx(t), name, metav1.GetOptions{ResourceVersion: updated.ResourceVersion}); err != nil {
+				t.Fatalf("waiting for the watch cache to hold %s at resourceVersion %s: %v", name, updated.ResourceVersion, err)
 			}
 		}
 		remove := func(name string) {
