@@ -78,11 +78,13 @@ PGO_FLAG    := -pgo=$(abspath $(PGO_PROFILE))
 # builds stock without one (BUILD_PGO empty), like upstream's release.
 BUILD_PGO ?=
 
-# With -pgo, go test compiles again, as test-only copies, every dependency that no non-test
-# file of the listed packages reaches (cmd/go's recompileForTest): for a package of test files
-# only, such as test/release, that is the whole of Kubernetes, minutes on a cold cache. Listing
-# the integration framework (no tests of its own) beside it makes its dependencies, most of
-# Kubernetes, reached; ./test/integration/... lists it already.
+# With -pgo, go test compiles again, as a copy for each test binary, every dependency that no
+# non-test file of the listed packages reaches: for packages of test files only, such as
+# test/release, test/upgrade or an integration suite, that is the whole of Kubernetes, once per
+# test binary, minutes on a cold cache (go list -test -deps shows the copies as "p [q.test]").
+# Listing the integration framework (no tests of its own) beside them makes its dependencies,
+# most of Kubernetes, reached, and so compiled once and shared; ./test/integration/... lists it
+# already. Every go test -pgo of such packages lists it.
 PGO_SHARED_DEPS := ./test/integration/framework
 
 .PHONY: help
@@ -323,11 +325,13 @@ test-minors: ## every older supported minor: every package and test compiled, th
 .PHONY: test-minor
 test-minor: build-minor-test-binaries testrecord
 	$(COMPILE_EVERY_PACKAGE)
-	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(call record,unit)
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(call record,integration)
+	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(PGO_SHARED_DEPS) $(call record,unit)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(PGO_SHARED_DEPS) $(call record,integration)
 
 # What make test-minors builds, compiled ahead into Go's build cache: each older minor's
-# binaries, and its packages and tests (COMPILE_EVERY_PACKAGE). .ci/run runs it in the
+# binaries, its packages and tests (COMPILE_EVERY_PACKAGE), and the same listings as
+# test-minor's go test commands (with -pgo, which packages go test compiles depends on what it
+# lists beside them: PGO_SHARED_DEPS). .ci/run runs it in the
 # background at the lowest priority, beside make test: it takes the CPU the foreground leaves
 # idle - while servers start, links run on one core, tests wait - and so make test-minors finds
 # its packages compiled. Alone, it is just the compile make test-minors would do.
@@ -338,6 +342,8 @@ prebuild-minors: ## compile ahead, into Go's build cache, what make test-minors 
 .PHONY: prebuild-minor
 prebuild-minor: build-minor-test-binaries
 	$(COMPILE_EVERY_PACKAGE)
+	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) list $(PGO_FLAG) -export -test $$packages $(PGO_SHARED_DEPS) >/dev/null
+	$(GO) list $(PGO_FLAG) -export -test $(MINOR_INTEGRATION) $(PGO_SHARED_DEPS) >/dev/null
 
 # What the API server's integration suite runs, for one minor: etcd is the one its kubeadm
 # deploys.
@@ -350,7 +356,7 @@ build-minor-test-binaries: build etcd stock kube-controller-manager local-up kub
 .PHONY: test-upgrade
 test-upgrade: build-test-binaries testrecord
 	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-minor-test-binaries; done
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/ $(call record,upgrade)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/ $(PGO_SHARED_DEPS) $(call record,upgrade)
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
 # runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all
