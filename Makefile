@@ -84,8 +84,12 @@ BUILD_PGO ?=
 # test binary, minutes on a cold cache (go list -test -deps shows the copies as "p [q.test]").
 # Listing the integration framework (no tests of its own) beside them makes its dependencies,
 # most of Kubernetes, reached, and so compiled once and shared; ./test/integration/... lists it
-# already. Every go test -pgo of such packages lists it.
+# already. Every go test -pgo of such packages lists it, and make verify-pins checks each
+# listing below (hack/verify-pgo-listings.sh).
 PGO_SHARED_DEPS := ./test/integration/framework
+INTEGRATION_TESTS       := ./test/integration/...
+RELEASE_TESTS           := ./test/release/ $(PGO_SHARED_DEPS)
+UPGRADE_TESTS           := ./test/upgrade/ $(PGO_SHARED_DEPS)
 
 .PHONY: help
 help: ## list the targets
@@ -151,7 +155,7 @@ test-release: install-test-deps testrecord ## release tests: amd64 release rebui
 	  GO='$(GO)' build/release.sh $(TEST_RELEASE_DIR) $(TEST_RELEASE_PLATFORM) && echo "$$inputs" >$(TEST_RELEASE_DIR).inputs
 	GO='$(GO)' build/verify-release.sh --binaries $(TEST_RELEASE_DIR) $(OUT_DIR)/verify-release-binaries $(TEST_RELEASE_PLATFORM)
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C build/image test ./...
-	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -json $(PGO_FLAG) -count=1 ./test/release/ $(PGO_SHARED_DEPS) $(call record,release)
+	PORTCULLIS_RELEASE_DIR=$(abspath $(TEST_RELEASE_DIR)) PORTCULLIS_RELEASE_PLATFORMS=$(TEST_RELEASE_PLATFORM) $(GO) test -json $(PGO_FLAG) -count=1 $(RELEASE_TESTS) $(call record,release)
 
 # Upstream's binaries - stock kube-apiserver (the drop-in yardstick), kube-controller-manager,
 # kubeadm, kubectl - are built from releases/<minor>/upstream, a module that requires
@@ -281,7 +285,7 @@ test-fuzz: ## Go fuzz targets of the packages without the API server's stack, ea
 
 .PHONY: test-integration
 test-integration: build-test-binaries install-test-deps testrecord ## integration tests: real etcd, real servers, a real Prometheus
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/integration/... $(call record,integration)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_TESTS) $(call record,integration)
 
 # The older supported minors (releases/minors but the default), each from its own pins and
 # build tag, into _output/<minor>. What differs between minors is upstream's code and the few
@@ -305,7 +309,7 @@ test-integration: build-test-binaries install-test-deps testrecord ## integratio
 # older minor's release.
 # .ci/run runs it after make test.
 OLDER_MINORS           := $(filter-out $(DEFAULT_MINOR),$(KUBE_MINORS))
-MINOR_INTEGRATION      := ./test/integration/apiserver/ ./test/integration/webhook/
+MINOR_INTEGRATION_TESTS := ./test/integration/apiserver/ ./test/integration/webhook/ $(PGO_SHARED_DEPS)
 # pkg/admission's drift guards read the minor's upstream order and defaults
 # (testdata/<minor>/); pkg/generated/openapi's test holds our OpenAPI definitions beside the
 # minor's upstream ones.
@@ -326,7 +330,7 @@ test-minors: ## every older supported minor: every package and test compiled, th
 test-minor: build-minor-test-binaries testrecord
 	$(COMPILE_EVERY_PACKAGE)
 	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) test -json $(PGO_FLAG) $$packages $(PGO_SHARED_DEPS) $(call record,unit)
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION) $(PGO_SHARED_DEPS) $(call record,integration)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(MINOR_INTEGRATION_TESTS) $(call record,integration)
 
 # What make test-minors builds, compiled ahead into Go's build cache: each older minor's
 # binaries, its packages and tests (COMPILE_EVERY_PACKAGE), and the same listings as
@@ -343,7 +347,7 @@ prebuild-minors: ## compile ahead, into Go's build cache, what make test-minors 
 prebuild-minor: build-minor-test-binaries
 	$(COMPILE_EVERY_PACKAGE)
 	packages=$$($(MINOR_UNIT_PACKAGES)); $(GO) list $(PGO_FLAG) -export -test $$packages $(PGO_SHARED_DEPS) >/dev/null
-	$(GO) list $(PGO_FLAG) -export -test $(MINOR_INTEGRATION) $(PGO_SHARED_DEPS) >/dev/null
+	$(GO) list $(PGO_FLAG) -export -test $(MINOR_INTEGRATION_TESTS) >/dev/null
 
 # What the API server's integration suite runs, for one minor: etcd is the one its kubeadm
 # deploys.
@@ -356,7 +360,7 @@ build-minor-test-binaries: build etcd stock kube-controller-manager local-up kub
 .PHONY: test-upgrade
 test-upgrade: build-test-binaries testrecord
 	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-minor-test-binaries; done
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) ./test/upgrade/ $(PGO_SHARED_DEPS) $(call record,upgrade)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(UPGRADE_TESTS) $(call record,upgrade)
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
 # runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all
@@ -402,10 +406,11 @@ pgo-profile: build etcd ## profile our kube-apiserver under the documented workl
 # a file without one is named before go vet reports what it redeclares). Seconds, and no
 # compile: .ci/run runs it.
 .PHONY: verify-pins
-verify-pins: ## every minor's pins, toolchain and release counter, and the adapter files' build lines (no compile; CI runs it)
+verify-pins: ## every minor's pins, toolchain and release counter, the adapter files' build lines, the go test listings' shared compile (no compile; CI runs it)
 	$(GO) run ./hack/buildtags -verify
 	hack/verify-kube-version.sh
 	hack/verify-go-toolchain.sh
+	GO='$(GO)' hack/verify-pgo-listings.sh $(PGO_FLAG) '$(UNIT_PACKAGES)' '$(INTEGRATION_TESTS)' '$(RELEASE_TESTS)' '$(UPGRADE_TESTS)' '$(MINOR_INTEGRATION_TESTS)'
 
 # go vet compiles with the binary's profile, and so type-checks against the packages make
 # build and make test compiled (without it, a second compile of Kubernetes); a profile changes
