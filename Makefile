@@ -183,7 +183,7 @@ kube-controller-manager: ## build kube-controller-manager from upstream's own mo
 
 # kubeadm and kubectl report the Kubernetes version the minor's go.mod requires, stamped as upstream's
 # release builds stamp it (`kubectl version` fails on an unstamped client's version).
-KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\)$$|\1|p' $(GOMOD))
+KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\(-[a-z]*\.[0-9]*\)\{0,1\}\)$$|\1|p' $(GOMOD))
 KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
 .PHONY: kubeadm

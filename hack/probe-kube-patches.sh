@@ -3,9 +3,12 @@
 #
 # Asks the module proxy, by exact version, for what each supported minor should move to:
 # - k8s.io/kubernetes v1.N.(P+1) to v1.N.(P+PROBE_WINDOW) after the minor's pin, and for each
-#   one it serves, every staging module that minor's build uses at v0.N.(P+k) and the etcd
-#   server that patch's kubeadm deploys, each downloaded whole (go mod download: the zip and
-#   its checksum), so that "buildable" means hack/update-kube-version.sh will find them;
+#   one it serves, every package of upstream's binaries (kube-apiserver, kube-controller-manager,
+#   kubeadm, kubectl) resolved in a module like releases/1.N/upstream (k8s.io/kubernetes with
+#   its staging replaces): each module they need, third-party ones included, downloaded whole;
+#   and the etcd server that patch's kubeadm deploys. "Buildable" means
+#   hack/update-kube-version.sh will find them all (our packages need no module upstream's
+#   graph lacks: TestModuleGraphIsUpstreams);
 # - the Go toolchain's next patches (golang.org/toolchain goX.Y.(Z+1)...) after the minor's
 #   toolchain line.
 # The proxy's version list omits versions it serves, so only an exact question is an answer.
@@ -33,10 +36,12 @@ trap 'rm -rf "${work}"' EXIT
 
 # ask MODULE@VERSION prints served, refused, unreachable or broken on its first line (and the
 # go command's words on the next, unless served). Served means downloaded whole.
+# +auto: a patch whose go line is newer than the minor's toolchain is fetched with a toolchain
+# that reads it.
+probe_env=(GOWORK=off GOFLAGS=-mod=mod GOPROXY="${proxy}" GONOPROXY= GOPRIVATE= GONOSUMDB= GOTOOLCHAIN="${GOTOOLCHAIN%%+*}+auto")
 ask() {
   local out status=0
-  out=$(cd "${work}" && GOWORK=off GOFLAGS=-mod=mod GOPROXY=${proxy} GONOPROXY= GOPRIVATE= GONOSUMDB= \
-    timeout 300 go mod download -json "$1" 2>&1) || status=$?
+  out=$(cd "${work}" && env "${probe_env[@]}" timeout 300 go mod download -json "$1" 2>&1) || status=$?
   if ((status == 0)) && ! grep -q '"Error"' <<<"${out}"; then
     echo served
     return
@@ -55,6 +60,28 @@ ask() {
     echo broken
   fi
   echo "${out}"
+}
+
+# resolve_upstream v1.N.P resolves every package of upstream's binaries at that version in a
+# module of its own (as releases/1.N/upstream is written: k8s.io/kubernetes, its staging
+# modules replaced with their published versions), fetching the modules they need; on failure
+# it prints the first error.
+resolve_upstream() {
+  local dir=${work}/upstream-$1 gomod module args=() out
+  gomod=$(cd "${work}" && env "${probe_env[@]}" go mod download -json "k8s.io/kubernetes@$1" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  mkdir -p "${dir}"
+  printf 'module probe\n\ngo %s\n' "$(sed -n 's/^go //p' "${gomod}")" >"${dir}/go.mod"
+  args=(-require="k8s.io/kubernetes@$1")
+  for module in $(portcullis::staging_modules "${gomod}"); do
+    args+=(-replace="${module}=${module}@$(portcullis::staging_version "$1")")
+  done
+  # shellcheck disable=SC2046 # one package each
+  if ! out=$(cd "${dir}" && env "${probe_env[@]}" go mod edit "${args[@]}" 2>&1 &&
+    env "${probe_env[@]}" timeout 900 go list -deps $(portcullis::upstream_tools) 2>&1 >/dev/null); then
+    grep -m1 -E ' (403|404|410) |not available|missing go.sum|cannot find module|no required module' <<<"${out}" ||
+      grep -v -E '^go: (downloading|finding|.*switching to)' <<<"${out}" | head -n 1
+    return 1
+  fi
 }
 
 status=0
@@ -77,15 +104,9 @@ check_pin() {
 
 for minor in $(portcullis::minors); do
   modfile=$(portcullis::minor_dir "${minor}")/go.mod
-  sumfile=${modfile%.mod}.sum
   pinned=$(portcullis::gomod_kube_version "${minor}")
   check_pin "k8s.io/kubernetes@${pinned}"
   patch=${pinned##*.}
-  # The staging modules this minor's build uses: replaced in its go.mod and summed in go.sum.
-  staging=()
-  for module in $(go mod edit -json "${modfile}" | sed -n '/"Replace"/,$s#^[[:space:]]*"Path": "\(k8s\.io/[^"]*\)",\{0,1\}$#\1#p' | sort -u); do
-    grep -q "^${module} " "${sumfile}" && staging+=("${module}")
-  done
   newest_buildable=""
   reached=1
   for ((next = patch + 1; next <= patch + PROBE_WINDOW; next++)); do
@@ -108,18 +129,21 @@ for minor in $(portcullis::minors); do
       ;;
     esac
     missing=()
-    for module in "${staging[@]}"; do
-      mapfile -t answer < <(ask "${module}@$(portcullis::staging_version "${candidate}")")
-      [[ ${answer[0]} == served ]] || missing+=("${module} (${answer[0]})")
-    done
-    etcd=$(portcullis::kubeadm_etcd_version "${candidate}")
+    if ! resolved=$(resolve_upstream "${candidate}"); then
+      missing+=("${resolved}")
+    fi
+    if ! etcd=$(portcullis::kubeadm_etcd_version "${candidate}") || [[ -z ${etcd} ]]; then
+      echo "${minor}: the etcd version kubeadm ${candidate} deploys could not be read (cmd/kubeadm/app/constants: DefaultEtcdVersion)" >&2
+      status=1
+      continue
+    fi
     mapfile -t answer < <(ask "go.etcd.io/etcd/server/v3@v${etcd}")
     [[ ${answer[0]} == served ]] || missing+=("go.etcd.io/etcd/server/v3 v${etcd}, which its kubeadm deploys (${answer[0]})")
     if ((${#missing[@]} > 0)); then
       echo "${minor}: k8s.io/kubernetes ${candidate} is served, but not whole: ${missing[*]}; not buildable here"
       continue
     fi
-    echo "${minor}: k8s.io/kubernetes ${candidate}, its ${#staging[@]} staging modules and etcd ${etcd} are served: buildable"
+    echo "${minor}: k8s.io/kubernetes ${candidate}, every module upstream's binaries need and etcd ${etcd} are served: buildable"
     newest_buildable=${candidate}
   done
   if [[ -n ${newest_buildable} ]]; then

@@ -21,16 +21,19 @@ minors=("$@")
 if ((${#minors[@]} == 0)); then
   mapfile -t minors < <(portcullis::minors; portcullis::preview)
 fi
+# Every minor named is checked before anything is written.
+for minor in "${minors[@]}"; do
+  PORTCULLIS_KUBE_MINOR=${minor} portcullis::kube_minor >/dev/null
+done
 platform=$(go env GOHOSTOS)-$(go env GOHOSTARCH)
 if [[ -z $(portcullis::download "golang.org/toolchain@v0.0.1-${toolchain}.${platform}" Zip) ]]; then
   echo "error: the module proxy does not serve ${toolchain} (golang.org/toolchain@v0.0.1-${toolchain}.${platform})" >&2
   exit 1
 fi
 for minor in "${minors[@]}"; do
-  PORTCULLIS_KUBE_MINOR=${minor} portcullis::kube_minor >/dev/null
   for mod in "$(portcullis::minor_dir "${minor}")/go.mod" "$(portcullis::upstream_module_dir "${minor}")/go.mod" "$(portcullis::etcd_module_dir "${minor}")/go.mod"; do
     GOTOOLCHAIN=${toolchain} GOFLAGS= go mod edit -toolchain="${toolchain}" "${mod}"
   done
   echo "${minor}: ${toolchain}"
 done
-echo "Then: docs/compatibility.md's table (\"Go toolchain\"), CHANGELOG.md's section, hack/verify-go-toolchain.sh, make test and make test-minors."
+echo "Then: docs/compatibility.md's table (\"Go toolchain\"), CHANGELOG.md's section, hack/verify-go-toolchain.sh (it refuses another Go minor or an older patch than upstream declares), make test and make test-minors."

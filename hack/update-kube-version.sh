@@ -29,11 +29,15 @@ cd "${PORTCULLIS_ROOT}"
 usage="usage: $0 v1.MINOR.PATCH | v1.MINOR.0-beta.N (the preview lane; -alpha.N, -rc.N too) | --raise 1.MINOR (a release already cut, rebuilt)"
 
 # All or nothing: what the script writes is put back as it was when a step fails (a module
-# the proxy refuses half-way leaves no half-bumped tree).
-backup=$(mktemp -d)
-touched=(go.mod go.sum VERSION CHANGELOG.md README.md docs/compatibility.md pkg/releases/releases.go
-  staging/src/github.com/portcullis-k8s/api/go.mod staging/src/github.com/portcullis-k8s/api/go.sum releases build/deploy)
-cp -a --parents "${touched[@]}" "${backup}"
+# the proxy refuses half-way leaves no half-bumped tree). Taken once the arguments are known
+# good, so that a mistyped command touches nothing.
+backup_tree() {
+  backup=$(mktemp -d)
+  touched=(go.mod go.sum VERSION CHANGELOG.md README.md docs/compatibility.md pkg/releases/releases.go
+    staging/src/github.com/portcullis-k8s/api/go.mod staging/src/github.com/portcullis-k8s/api/go.sum releases build/deploy)
+  cp -a --parents "${touched[@]}" "${backup}"
+  trap restore EXIT
+}
 restore() {
   local status=$?
   if ((status != 0)); then
@@ -44,7 +48,19 @@ restore() {
   rm -rf "${backup}"
   exit "${status}"
 }
-trap restore EXIT
+
+# older_kube A B: whether Kubernetes version A (v1.N.P, or v1.N.P-beta.K: a pre-release comes
+# before its release) is older than B.
+older_kube() {
+  [[ $1 != "$2" ]] || return 1
+  local a=${1%%-*} b=${2%%-*}
+  if [[ ${a} == "${b}" ]]; then
+    # One patch: the pre-release is the older; two pre-releases sort as versions.
+    [[ $1 == *-* && ( $2 != *-* || $(printf '%s\n' "${1#*-}" "${2#*-}" | sort -V | head -n 1) == "${1#*-}" ) ]]
+    return
+  fi
+  [[ $(printf '%s\n' "${a}" "${b}" | sort -V | head -n 1) == "${a}" ]]
+}
 
 if [[ $# -eq 2 && $1 == --raise ]]; then
   PORTCULLIS_KUBE_MINOR=$2 portcullis::kube_minor >/dev/null
@@ -52,6 +68,7 @@ if [[ $# -eq 2 && $1 == --raise ]]; then
     echo "error: $2 is the preview lane (releases/preview): it has no release to raise" >&2
     exit 2
   fi
+  backup_tree
   portcullis::raise_release "$2"
   exit
 fi
@@ -66,13 +83,27 @@ preview=false
 if [[ ${minor} == "$(portcullis::preview)" ]]; then
   preview=true
 elif [[ -n ${BASH_REMATCH[2]} ]]; then
-  echo "error: ${kube_version} is a pre-release: only the preview lane takes one (releases/preview names ${minor}: docs/registry.md, \"Adding a minor\")" >&2
+  if grep -qx "${minor}" releases/minors; then
+    echo "error: ${kube_version} is a pre-release of ${minor}, a supported minor: a supported minor takes releases only" >&2
+  else
+    echo "error: ${kube_version} is a pre-release: only the preview lane takes one (echo ${minor} >releases/preview first: docs/registry.md, \"Adding a minor\")" >&2
+  fi
   exit 2
 fi
 export PORTCULLIS_KUBE_MINOR=${minor}
 portcullis::kube_minor >/dev/null
 minor_dir=$(portcullis::minor_dir "${minor}")
 modfile=${minor_dir}/go.mod
+# A minor only moves forward: going back would rename a release to an older Kubernetes, and
+# undoing a bump is git's job (git checkout, then the bump of the version wanted).
+if [[ -f ${modfile} ]]; then
+  pinned=$(portcullis::gomod_kube_version "${minor}")
+  if [[ -n ${pinned} ]] && older_kube "${kube_version}" "${pinned}"; then
+    echo "error: ${minor} is pinned to ${pinned}: ${kube_version} is older (to undo a bump, check out the files it changed)" >&2
+    exit 2
+  fi
+fi
+backup_tree
 mkdir -p "${minor_dir}"
 # The minor's toolchain line; a lane without pins yet (the preview's first, a promoted
 # preview's) takes its upstream module's, else the newest minor's.
@@ -100,10 +131,18 @@ upstream_go=$(sed -n 's/^go //p' "${gomod}")
 upstream_go_version=$(tr -d '[:space:]' <"$(portcullis::download "k8s.io/kubernetes@${kube_version}" Dir)/.go-version")
 if [[ ${GOTOOLCHAIN%.*} != "go${upstream_go_version%.*}" ]] || (( ${GOTOOLCHAIN##*.} < ${upstream_go_version##*.} )); then
   GOTOOLCHAIN=$(portcullis::newest_go_patch "${upstream_go_version}")
-  echo "${minor} moves to ${GOTOOLCHAIN}: upstream's ${kube_version} declares go${upstream_go_version} (add or change its row in docs/compatibility.md's toolchain table)" >&2
+  echo "${minor} moves to ${GOTOOLCHAIN}: upstream's ${kube_version} declares go${upstream_go_version}" >&2
   if [[ -f ${modfile} ]]; then
     go mod edit "${modflags[@]}" -toolchain="${GOTOOLCHAIN}"
   fi
+fi
+# docs/compatibility.md's toolchain row (hack/verify-go-toolchain.sh holds it to the files):
+# what upstream's patch declares moves with most patches.
+toolchain_row="| ${minor} | go${upstream_go_version} | ${GOTOOLCHAIN} | $(portcullis::go_patch_difference "go${upstream_go_version}" "${GOTOOLCHAIN}") |"
+if grep -qE "^[[:space:]]*\| ${minor//./\\.} \| go[0-9.]+ \| go[0-9.]+ \|" docs/compatibility.md; then
+  sed -i -E "s#^([[:space:]]*)\| ${minor//./\\.} \| go[0-9.]+ \| go[0-9.]+ \|.*#\1${toolchain_row}#" docs/compatibility.md
+elif ! ${preview}; then
+  echo "docs/compatibility.md's toolchain table: add the row \"${toolchain_row}\"" >&2
 fi
 mapfile -t upstream_godebug < <(portcullis::upstream_godebug "${gomod}")
 staging_modules=$(portcullis::staging_modules "${gomod}")
@@ -164,6 +203,22 @@ if [[ ${minor_dir} == . ]]; then
 else
   go mod tidy -e "${modflags[@]}"
 fi
+# tidy -e drops a requirement the proxy refuses, and writes pins that cannot build: the
+# binary's packages must all resolve (-deps loads them from the module cache, fetching what is
+# missing), and any that does not fails the bump.
+tags=()
+if [[ ${minor_dir} != . ]]; then
+  tags=(-tags="kube${minor}")
+fi
+must_resolve() {
+  local out
+  if ! out=$(go list -deps "$@" 2>&1 >/dev/null) || [[ -n ${out} ]]; then
+    echo "error: with ${kube_version}, go list -deps $* does not resolve (a module the proxy does not serve whole?):" >&2
+    head -n 5 <<<"${out}" >&2
+    exit 1
+  fi
+}
+must_resolve "${modflags[@]}" "${tags[@]}" ./cmd/kube-apiserver
 
 # releases/1.N/upstream: stock's module. It requires k8s.io/kubernetes alone, with upstream's
 # replaces, go line and godebug settings, so every module resolves as in upstream's own build.
@@ -193,8 +248,11 @@ mkdir -p "${upstream_dir}"
   upstream_settings
   replace_staging
   # -e: what only the tests of upstream's packages import may be missing from the proxy (a
-  # pre-release's test-only staging modules are); the binaries need none of it.
+  # pre-release's test-only staging modules are); the binaries need none of it, and must
+  # resolve.
   go mod tidy -e
+  # shellcheck disable=SC2046 # one package each
+  must_resolve $(portcullis::upstream_tools)
 )
 
 # releases/1.N/etcd: the etcd server kubeadm of that version deploys (its DefaultEtcdVersion).
@@ -216,7 +274,7 @@ etcd_gomod=$(portcullis::download "go.etcd.io/etcd/server/v3@v${etcd_version}" G
   echo "tool go.etcd.io/etcd/server/v3"
 } >"${etcd_dir}/go.mod"
 : >"${etcd_dir}/go.sum"
-(cd "${etcd_dir}" && go mod tidy)
+(cd "${etcd_dir}" && go mod tidy && must_resolve go.etcd.io/etcd/server/v3)
 
 # Our staging API module builds on the oldest minor's API types, so that it raises no module in
 # any minor's graph: when the oldest minor moves, it moves, and every other minor is tidied again
@@ -227,6 +285,10 @@ if [[ ${minor} == "$(portcullis::minors | head -n 1)" ]]; then
     go mod edit -go="${upstream_go}" -require="k8s.io/api@${staging_version}" -require="k8s.io/apimachinery@${staging_version}"
     go mod tidy
   )
+  staging_changed=false
+  if ! git diff --quiet -- staging/src/github.com/portcullis-k8s/api/go.mod staging/src/github.com/portcullis-k8s/api/go.sum; then
+    staging_changed=true
+  fi
   for other in $(portcullis::minors) $(portcullis::preview); do
     [[ ${other} == "${minor}" ]] && continue
     other_dir=$(portcullis::minor_dir "${other}")
@@ -235,9 +297,11 @@ if [[ ${minor} == "$(portcullis::minors | head -n 1)" ]]; then
     else
       GOTOOLCHAIN=$(portcullis::toolchain "${other}") go mod tidy -e -modfile="${other_dir}/go.mod"
     fi
-    # Its pins changed: so do the bytes it ships, and a release already cut is followed by
-    # the next.
-    if ! git diff --quiet -- "${other_dir}/go.mod" "${other_dir}/go.sum" && [[ ${other} != "$(portcullis::preview)" ]]; then
+    # Its pins or the staging module it links changed: so do the bytes it ships
+    # (hack/verify-kube-version.sh counts both), and a release already cut is followed by the
+    # next.
+    if { ${staging_changed} || ! git diff --quiet -- "${other_dir}/go.mod" "${other_dir}/go.sum"; } &&
+      [[ ${other} != "$(portcullis::preview)" ]]; then
       portcullis::raise_release "${other}"
     fi
   done

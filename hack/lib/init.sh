@@ -470,6 +470,17 @@ portcullis::raise_release() {
   echo "${minor}: $(portcullis::version "${minor}") follows ${version}"
 }
 
+# portcullis::go_patch_difference goX.Y.A goX.Y.B says, for docs/compatibility.md's toolchain
+# table, how many patch releases B is past A.
+portcullis::go_patch_difference() {
+  local n=$((${2##*.} - ${1##*.})) words=(none one two three four five six seven eight nine ten)
+  case ${n} in
+  0) echo "the same release" ;;
+  1) echo "one patch release of standard-library fixes" ;;
+  *) echo "${words[n]:-${n}} patch releases of standard-library fixes" ;;
+  esac
+}
+
 # portcullis::newest_go_patch X.Y.Z prints goX.Y.P, the newest patch of Go X.Y from Z on that
 # the module proxy serves (asked by exact version: its list omits some): the toolchain a minor
 # whose upstream declares goX.Y.Z builds with (docs/compatibility.md, "Go toolchain").
@@ -477,10 +488,9 @@ portcullis::newest_go_patch() {
   local go_minor=${1%.*} patch=${1##*.} newest="" platform
   platform=$(go env GOHOSTOS)-$(go env GOHOSTARCH)
   for ((; patch <= ${1##*.} + 20; patch++)); do
+    # Every patch of the window is asked: the proxy serves some with gaps between them.
     if (cd / && GOWORK=off GOFLAGS= GOTOOLCHAIN="${GOTOOLCHAIN%%+*}+auto" go list -m -json "golang.org/toolchain@v0.0.1-go${go_minor}.${patch}.${platform}" >/dev/null 2>&1); then
       newest=go${go_minor}.${patch}
-    elif [[ -n ${newest} ]]; then
-      break
     fi
   done
   if [[ -z ${newest} ]]; then
