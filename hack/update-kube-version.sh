@@ -15,7 +15,8 @@
 # - releases/1.N/etcd: the etcd server that version's kubeadm deploys;
 # - the release: VERSION (v1.N.P+portcullis.1), CHANGELOG.md's section, README's and
 #   compatibility.md's tables, the minor's line in pkg/releases, and for the newest minor the
-#   deploy kit, which names its release (portcullis::name_release).
+#   deploy kit and the operator's and release guides (docs/operating.md, docs/release.md),
+#   which name its release (portcullis::name_release).
 # A pre-release is taken only for the preview lane (releases/preview), whose VERSION ends in
 # +portcullis.0 and is never released. --raise names a minor's next release when the one its
 # VERSION names was cut and what it ships changed (a rebuild: a Go patch, a source change).
@@ -326,7 +327,7 @@ elif [[ ${old_version} != v${minor}.* ]]; then
   if [[ ${minor_dir} == . ]]; then
     portcullis::release_renames "${old_version}" "${new_version}"
     mapfile -t kit < <(portcullis::deploy_kit)
-    sed -i "${release_renames[@]}" "${kit[@]}"
+    sed -i "${release_renames[@]}" "${kit[@]}" docs/operating.md docs/release.md
   fi
   echo "CHANGELOG.md, README.md, docs/compatibility.md and pkg/releases/releases.go: add ${minor}'s first release, ${new_version} (docs/registry.md, \"Adding a minor\")" >&2
 elif [[ ${old_version%%+*} != "${kube_version}" ]]; then

@@ -450,9 +450,11 @@ portcullis::name_release() {
     }
   fi
   if [[ ${minor_dir} == . ]]; then
+    # The deploy kit, and the operator's and the release's guides, whose commands and outputs
+    # name the newest minor's release (the docs' tests run them).
     local kit
     mapfile -t kit < <(portcullis::deploy_kit)
-    (cd "${PORTCULLIS_ROOT}" && sed -i "${release_renames[@]}" "${kit[@]}")
+    (cd "${PORTCULLIS_ROOT}" && sed -i "${release_renames[@]}" "${kit[@]}" docs/operating.md docs/release.md)
   fi
 }
 
