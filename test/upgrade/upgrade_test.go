@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,8 +196,8 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 				etcd.Replace(t, bins[minor].Etcd)
 			}
 			t.Run("etcd is the version kubeadm "+minor+" deploys", func(t *testing.T) {
-				if got, want := etcdServerVersion(t, etcd), kubeadmEtcdVersion(t, root, minor); got != want {
-					t.Errorf("%s runs etcd %s, want %s (releases/%s/etcd)", etcd.Binary, got, want, minor)
+				if got, want := etcdServerVersion(t, etcd), kubeadmEtcdVersion(t, bins[minor].Kubeadm); got != want {
+					t.Errorf("%s runs etcd %s, want %s (what %s deploys; releases/%s/etcd builds it)", etcd.Binary, got, want, bins[minor].Kubeadm, minor)
 				}
 			})
 			server := framework.StartAPIServerWithPKI(t, bins[minor].APIServer, etcd, files, flags...)
@@ -354,25 +355,25 @@ func etcdServerVersion(t *testing.T, etcd *framework.Etcd) string {
 	return v.Server
 }
 
-// kubeadmEtcdVersion is the etcd server version releases/<minor>/etcd builds, which
-// hack/verify-kube-version.sh holds to the version that minor's kubeadm deploys.
-func kubeadmEtcdVersion(t *testing.T, root, minor string) string {
+// kubeadmEtcdVersion is the etcd server version that minor's kubeadm deploys, as its CLI
+// lists the images of its own Kubernetes release ("registry.k8s.io/etcd:3.6.6-0").
+func kubeadmEtcdVersion(t *testing.T, kubeadm string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "releases", minor, "etcd", "go.mod"))
+	release, err := exec.Command(kubeadm, "version", "-o", "short").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s version: %v", kubeadm, err)
 	}
-	// "go.etcd.io/etcd/server/v3 v3.6.6 // indirect" in a require block, or after "require".
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "require" {
-			f = f[1:]
-		}
-		if len(f) >= 2 && f[0] == "go.etcd.io/etcd/server/v3" && strings.HasPrefix(f[1], "v") {
-			return strings.TrimPrefix(f[1], "v")
+	out, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", strings.TrimSpace(string(release))).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s config images list: %v: %s", kubeadm, err, out)
+	}
+	for _, image := range strings.Fields(string(out)) {
+		if _, tag, ok := strings.Cut(image, "/etcd:"); ok {
+			version, _, _ := strings.Cut(tag, "-")
+			return version
 		}
 	}
-	t.Fatalf("releases/%s/etcd/go.mod requires no go.etcd.io/etcd/server/v3", minor)
+	t.Fatalf("%s config images list names no etcd image: %s", kubeadm, out)
 	return ""
 }
 
