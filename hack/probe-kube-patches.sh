@@ -67,14 +67,12 @@ ask() {
 # modules replaced with their published versions), fetching the modules they need; on failure
 # it prints the first error.
 resolve_upstream() {
-  local dir=${work}/upstream-$1 gomod module args=() out
+  local dir=${work}/upstream-$1 gomod args=() out
   gomod=$(cd "${work}" && env "${probe_env[@]}" go mod download -json "k8s.io/kubernetes@$1" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
   mkdir -p "${dir}"
   printf 'module probe\n\ngo %s\n' "$(sed -n 's/^go //p' "${gomod}")" >"${dir}/go.mod"
-  args=(-require="k8s.io/kubernetes@$1")
-  for module in $(portcullis::staging_modules "${gomod}"); do
-    args+=(-replace="${module}=${module}@$(portcullis::staging_version "$1")")
-  done
+  mapfile -t args < <(portcullis::staging_replaces "${gomod}" "$1")
+  args+=(-require="k8s.io/kubernetes@$1")
   # shellcheck disable=SC2046 # one package each
   if ! out=$(cd "${dir}" && env "${probe_env[@]}" go mod edit "${args[@]}" 2>&1 &&
     env "${probe_env[@]}" timeout 900 go list -deps $(portcullis::upstream_tools) 2>&1 >/dev/null); then

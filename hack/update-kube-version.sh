@@ -150,10 +150,8 @@ staging_modules=$(portcullis::staging_modules "${gomod}")
 
 # replace_staging MODFLAGS... replaces every staging module with its published version.
 replace_staging() {
-  local args=() module
-  for module in ${staging_modules}; do
-    args+=(-replace="${module}=${module}@${staging_version}")
-  done
+  local args
+  mapfile -t args < <(portcullis::staging_replaces "${gomod}" "${kube_version}")
   go mod edit "$@" "${args[@]}"
 }
 

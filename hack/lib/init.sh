@@ -99,6 +99,16 @@ portcullis::staging_modules() {
   sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/src/.*#\1#p' "$1" | sort -u
 }
 
+# portcullis::staging_replaces GOMOD v1.X.Y prints, one a line, the go mod edit arguments that
+# replace every staging module upstream's GOMOD names with its published v0.X.Y, as upstream's
+# release of v1.X.Y is built (releases/1.N/upstream, the minors' go.mod, the probe's module).
+portcullis::staging_replaces() {
+  local module
+  for module in $(portcullis::staging_modules "$1"); do
+    echo "-replace=${module}=${module}@$(portcullis::staging_version "$2")"
+  done
+}
+
 # portcullis::staging_version v1.X.Y prints v0.X.Y.
 portcullis::staging_version() {
   echo "v0.${1#v1.}"
