@@ -61,7 +61,7 @@ STAGE := hack/stage.sh
 
 # Integration suites start real servers; give them room, and never cache their results.
 INTEGRATION_TIMEOUT ?= 20m
-UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v -e /test/integration/ -e /test/release$$ -e /test/upgrade$$)
+UNIT_PACKAGES        = $(shell $(GO) list ./... | grep -v -e /test/integration/ -e /test/release$$ -e /test/upgrade$$ -e /test/node$$)
 STAGING_API          = staging/src/github.com/portcullis-k8s/api
 
 # Every build of ./cmd/kube-apiserver (make build, the tests' binary, the release) compiles
@@ -90,6 +90,7 @@ PGO_SHARED_DEPS := ./test/integration/framework
 INTEGRATION_TESTS       := ./test/integration/...
 RELEASE_TESTS           := ./test/release/ $(PGO_SHARED_DEPS)
 UPGRADE_TESTS           := ./test/upgrade/ $(PGO_SHARED_DEPS)
+NODE_TESTS              := ./test/node/ $(PGO_SHARED_DEPS)
 
 .PHONY: help
 help: ## list the targets
@@ -171,20 +172,31 @@ etcd: ## build the etcd server that KUBE_MINOR's kubeadm deploys (releases/<mino
 	@mkdir -p $(BIN_DIR)
 	$(OTHER_MODULE_GOFLAGS) $(GO) -C $(ETCD_MODULE) build $(BUILD_PGO) -o $(BIN_DIR)/etcd go.etcd.io/etcd/server/v3
 
+# Upstream's binaries report the Kubernetes version the minor's go.mod requires, stamped as
+# upstream's release builds stamp it: `kubectl version` fails on an unstamped client's
+# version, and kubeadm reads the API server's and the kubelets' versions.
+KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\(-[a-z]*\.[0-9]*\)\{0,1\}\)$$|\1|p' $(GOMOD))
+KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
+
 .PHONY: stock
 stock: ## build stock kube-apiserver from upstream's own module graph (releases/<minor>/upstream: the drop-in yardstick)
 	@mkdir -p $(BIN_DIR)
-	$(UPSTREAM_GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
+	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kube-apiserver-stock k8s.io/kubernetes/cmd/kube-apiserver
 
 .PHONY: kube-controller-manager
 kube-controller-manager: ## build kube-controller-manager from upstream's own module graph (for make run)
 	@mkdir -p $(BIN_DIR)
-	$(UPSTREAM_GO) build $(BUILD_PGO) -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 
-# kubeadm and kubectl report the Kubernetes version the minor's go.mod requires, stamped as upstream's
-# release builds stamp it (`kubectl version` fails on an unstamped client's version).
-KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s\.io/kubernetes \(v[0-9.]*\(-[a-z]*\.[0-9]*\)\{0,1\}\)$$|\1|p' $(GOMOD))
-KUBE_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) -X $(pkg).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
+.PHONY: kube-scheduler
+kube-scheduler: ## build kube-scheduler from upstream's own module graph (for the real node's image, test/node)
+	@mkdir -p $(BIN_DIR)
+	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+
+.PHONY: kubelet
+kubelet: ## build the kubelet from upstream's own module graph (for the real node, test/node)
+	@mkdir -p $(BIN_DIR)
+	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kubelet k8s.io/kubernetes/cmd/kubelet
 
 .PHONY: kubeadm
 kubeadm: ## build kubeadm's CLI from upstream's own module graph (the docs tests run docs/operating.md's kubeadm commands with it)
@@ -361,6 +373,39 @@ build-minor-test-binaries: build etcd stock kube-controller-manager local-up kub
 test-upgrade: build-test-binaries testrecord
 	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-minor-test-binaries; done
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(INTEGRATION_TIMEOUT) $(UPGRADE_TESTS) $(call record,upgrade)
+
+# The real node (test/node, docs/node.md): containerd, runc, crictl and the CNI plugins built
+# from the module proxy (test/node/build-runtime.sh, once per version, under NODE_DIR/runtime),
+# the kubelet and kube-scheduler from upstream's module graph, the node's init and pause
+# programs, and our kube-apiserver's image as the release builds it (build/image); the test
+# builds the other images from the binaries and kubeadm runs them. It runs as root: the node
+# is namespaces of its own, every process, mount, device and cgroup it made is removed when
+# it ends, also after a failure, and the kernel settings the kubelet changes are put back.
+NODE_DIR     := $(abspath $(OUT_ROOT)/node)
+NODE_TIMEOUT ?= 30m
+NODE_IMAGE    = $(NODE_DIR)/kube-apiserver-$(KUBE_MINOR).oci.tar
+
+.PHONY: node-runtime
+node-runtime: install-test-deps ## build the real node's container runtime and CNI plugins (test/node/build-runtime.sh) into NODE_DIR/runtime
+	GO='$(GO)' test/node/build-runtime.sh $(NODE_DIR)/runtime
+
+.PHONY: node-image
+node-image: build ## our kube-apiserver's OCI image, as the release builds it (build/image), from the binary make build wrote
+	@mkdir -p $(NODE_DIR)
+	version=$$(bash -c 'source hack/lib/init.sh && portcullis::version $(KUBE_MINOR)') && \
+	  $(OTHER_MODULE_GOFLAGS) $(GO) -C build/image run . -version "$$version" -revision "$$(git rev-parse HEAD)" \
+	    -license $(abspath LICENSE) -notice $(abspath NOTICE) -binary linux/amd64=$(BIN_DIR)/kube-apiserver -o $(NODE_IMAGE)
+
+.PHONY: build-node-binaries
+build-node-binaries: BUILD_PGO = $(PGO_FLAG)
+build-node-binaries: build-test-binaries kubelet kube-scheduler node-runtime node-image
+	$(GO) build -o $(BIN_DIR)/nodeinit ./test/node/nodeinit
+	$(GO) build -o $(BIN_DIR)/pause ./test/node/pause
+
+.PHONY: test-node
+test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
+	PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) PORTCULLIS_NODE_IMAGE=$(NODE_IMAGE) \
+	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(NODE_TESTS) $(call record,node)
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
 # runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all

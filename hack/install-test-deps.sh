@@ -2,17 +2,22 @@
 # Installs, from Debian, the tools the integration and release tests run when they are
 # missing: skopeo (reads the OCI image archive), systemd (systemd-analyze verifies the unit)
 # and prometheus (promtool checks and unit-tests the alerting rules and backfills the usage
-# history InitialResources's test serves with prometheus). `make test-integration` and `make
-# test-release` run it; it needs root to install (CI has it), and does nothing when all are
+# history InitialResources's test serves with prometheus); for the real node (make test-node),
+# libseccomp's headers and pkg-config (runc's seccomp, test/node/build-runtime.sh), iptables
+# and iproute2. `make test-integration`, `make test-release` and `make test-node` run it; it needs root to install (CI has it), and does nothing when all are
 # present. With --packages it prints the Debian packages it installs, one a line, and with
 # --missing those it would install now (hack/measure-ci.sh reads both).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
-# Each package, and the commands the tests need from it.
+# Each package, and the commands the tests need from it (an absolute path: a file).
 declare -A commands_of=(
   [skopeo]="skopeo"
   [systemd]="systemd-analyze"
   [prometheus]="promtool prometheus"
+  [libseccomp-dev]="/usr/include/seccomp.h"
+  [pkg-config]="pkg-config"
+  [iptables]="iptables"
+  [iproute2]="ip"
 )
 if [[ ${1:-} == --packages ]]; then
   printf '%s\n' "${!commands_of[@]}" | sort
@@ -22,7 +27,7 @@ fi
 missing=()
 for package in $(printf '%s\n' "${!commands_of[@]}" | sort); do
   for command in ${commands_of[${package}]}; do
-    if ! command -v "${command}" >/dev/null; then
+    if { [[ ${command} == /* ]] && [[ ! -e ${command} ]]; } || { [[ ${command} != /* ]] && ! command -v "${command}" >/dev/null; }; then
       missing+=("${package}")
       break
     fi

@@ -309,6 +309,11 @@ type Options struct {
 	Env []string
 	// Hostname, if set, is the host name inside the run (a UTS namespace of its own).
 	Hostname string
+	// Node, if set, is the PID (as the host sees it) of a real node's init (test/node): the
+	// run enters its mount, UTS, network and PID namespaces first, so that it sees the node's
+	// /etc/kubernetes, /root and /run, its host name and its network, as an operator logged
+	// in to the node would.
+	Node int
 }
 
 // systemPath follows Options.Path in the script's PATH.
@@ -378,12 +383,15 @@ func Exec(t testing.TB, script string, opts Options) (stdout, stderr string, err
 		t.Fatal(err)
 	}
 
-	args := []string{"--mount", "--propagation", "private"}
+	args := []string{"unshare", "--mount", "--propagation", "private"}
 	if opts.Hostname != "" {
 		args = append(args, "--uts")
 	}
 	args = append(args, "bash", wrapperFile)
-	cmd := exec.Command("unshare", args...)
+	if opts.Node != 0 {
+		args = append([]string{"nsenter", fmt.Sprintf("--target=%d", opts.Node), "--mount", "--uts", "--net", "--pid", "--"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	path := strings.Join(append(slices.Clone(opts.Path), systemPath), ":")
 	cmd.Env = append([]string{"PATH=" + path, "HOME=/root"}, opts.Env...)
 	var out, errOut bytes.Buffer

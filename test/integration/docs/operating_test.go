@@ -45,7 +45,7 @@ func releaseDir(t *testing.T, tl tools) string {
 func TestOperatingCheckBinary(t *testing.T) {
 	tl := findTools(t)
 	dir := releaseDir(t, tl)
-	out, _ := docs.Run(t, docs.Block(t, operating, docs.KeyCheckBinary), docs.Options{Path: []string{tl.dir}, Dir: dir})
+	out, _ := docs.Run(t, docs.Block(t, docs.Operating, docs.KeyCheckBinary), docs.Options{Path: []string{tl.dir}, Dir: dir})
 	for _, want := range []string{"linux/amd64/kube-apiserver: OK", "Kubernetes " + version(t)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the check printed no %q:\n%s", want, out)
@@ -61,7 +61,7 @@ func TestOperatingCheckBinary(t *testing.T) {
 func operatorDir(t *testing.T, tl tools) string {
 	t.Helper()
 	dir := releaseDir(t, tl)
-	docs.Run(t, docs.Block(t, operating, docs.KeyCheckBinary), docs.Options{Path: []string{tl.dir}, Dir: dir})
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeyCheckBinary), docs.Options{Path: []string{tl.dir}, Dir: dir})
 	return dir
 }
 
@@ -72,7 +72,7 @@ func TestOperatingSystemdInstall(t *testing.T) {
 	dir := releaseDir(t, tl)
 	lib := t.TempDir()
 	opts := docs.Options{Mounts: map[string]string{"/usr/local/lib/portcullis": lib}, Path: []string{tl.dir}, Dir: dir}
-	block := docs.Block(t, operating, docs.KeySystemdInstall)
+	block := docs.Block(t, docs.Operating, docs.KeySystemdInstall)
 	for range 2 {
 		docs.Run(t, block, opts)
 	}
@@ -107,7 +107,7 @@ func TestOperatingSystemd(t *testing.T) {
 	repo := docs.RepoRoot(t)
 	config := kubeadmConfiguration(t, "")
 	docs.Run(t, "kubeadm init phase certs all --config "+config+"\n", opts)
-	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(readFile(t, filepath.Join(repo, admissionConfig))))
+	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(readFile(t, filepath.Join(repo, docs.AdmissionConfig))))
 
 	// The node as it runs: the kit's unit, stock's binary and stock's plugins.
 	unit := string(readFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.service")))
@@ -120,8 +120,8 @@ func TestOperatingSystemd(t *testing.T) {
 	writeFile(t, filepath.Join(units, "kube-apiserver.service"), unit)
 	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), runningEnv)
 
-	docs.Run(t, docs.Block(t, operating, docs.KeySystemdInstall), opts)
-	docs.Run(t, docs.Block(t, operating, docs.KeySystemdBackup), opts)
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdInstall), opts)
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackup), opts)
 	if got := string(readFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
 		t.Errorf("the backup of the environment file is not the running one")
 	}
@@ -130,13 +130,13 @@ func TestOperatingSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The kit's files as shipped drop the node's own flag: step 4 refuses them, naming it.
-	stdout, stderr, err := docs.Exec(t, docs.Block(t, operating, docs.KeySystemdPreflight), opts)
+	stdout, stderr, err := docs.Exec(t, docs.Block(t, docs.Operating, docs.KeySystemdPreflight), opts)
 	if err == nil || !strings.Contains(stdout, "--service-node-port-range=20000-22767, which the running unit") {
 		t.Errorf("preflight of a new unit that drops %s: error %v\n%s\n%s", ownFlag, err, stdout, stderr)
 	}
 	// Carried over into KUBE_APISERVER_EXTRA_ARGS, as step 3 says: it passes.
 	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), setEnv(t, env, "KUBE_APISERVER_EXTRA_ARGS", ownFlag))
-	out, _ := docs.Run(t, docs.Block(t, operating, docs.KeySystemdPreflight), opts)
+	out, _ := docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdPreflight), opts)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the new unit:\n%s", out)
 	}

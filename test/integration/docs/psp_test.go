@@ -98,7 +98,7 @@ spec:
 	}
 
 	// docs/operating.md: leave nothing of ours behind.
-	n.run(t, operating, docs.KeyRemoveOurs)
+	n.run(t, docs.Operating, docs.KeyRemoveOurs)
 	if backup := string(readFile(t, filepath.Join(n.work, "psp-backup.yaml"))); !strings.Contains(backup, "name: restricted") {
 		t.Errorf("psp-backup.yaml lacks the policies:\n%s", backup)
 	}

@@ -1,0 +1,140 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The deploy kit's kubeadm files, and the guide that installs them: shared by the docs'
+// runners on a simulated node (test/integration/docs) and on a real one (test/node).
+const (
+	Operating       = "docs/operating.md"
+	StaticPodPatch  = "build/deploy/static-pod/kube-apiserver.yaml"
+	KubeadmFragment = "build/deploy/static-pod/kubeadm-config.yaml"
+	AdmissionConfig = "build/deploy/static-pod/admission-config.yaml"
+)
+
+// MergeClusterConfiguration does step 4's edit: kubeadm-config.yaml's apiServer.extraArgs and
+// extraVolumes merged into the cluster's (our plugin names added to the cluster's own
+// enable-admission-plugins; every other flag and volume added).
+func MergeClusterConfiguration(t testing.TB, cluster, fragment []byte) []byte {
+	t.Helper()
+	var c, f map[string]any
+	if err := yaml.Unmarshal(cluster, &c); err != nil {
+		t.Fatalf("the ClusterConfiguration: %v", err)
+	}
+	if err := yaml.Unmarshal(fragment, &f); err != nil {
+		t.Fatalf("%s: %v", KubeadmFragment, err)
+	}
+	fa, _ := f["apiServer"].(map[string]any)
+	ca, _ := c["apiServer"].(map[string]any)
+	if ca == nil {
+		ca = map[string]any{}
+		c["apiServer"] = ca
+	}
+	args, _ := ca["extraArgs"].([]any)
+	for _, a := range fa["extraArgs"].([]any) {
+		ours := a.(map[string]any)
+		i := slices.IndexFunc(args, func(x any) bool { return x.(map[string]any)["name"] == ours["name"] })
+		switch {
+		case i < 0:
+			args = append(args, ours)
+		case ours["name"] == "enable-admission-plugins":
+			theirs := args[i].(map[string]any)
+			names := strings.Split(theirs["value"].(string), ",")
+			for _, name := range strings.Split(ours["value"].(string), ",") {
+				if !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+			theirs["value"] = strings.Join(names, ",")
+		default:
+			t.Fatalf("the cluster already sets %s: the fixture's merge does not handle it", ours["name"])
+		}
+	}
+	ca["extraArgs"] = args
+	volumes, _ := ca["extraVolumes"].([]any)
+	ca["extraVolumes"] = append(volumes, fa["extraVolumes"].([]any)...)
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// RemovePlugins does the rollback's edit: our plugin names taken out of the
+// ClusterConfiguration's enable-admission-plugins (kubeadm's own NodeRestriction stays).
+func RemovePlugins(t testing.TB, cluster []byte, ours []string) []byte {
+	t.Helper()
+	var c map[string]any
+	if err := yaml.Unmarshal(cluster, &c); err != nil {
+		t.Fatal(err)
+	}
+	apiServer, _ := c["apiServer"].(map[string]any)
+	args, _ := apiServer["extraArgs"].([]any)
+	for _, a := range args {
+		arg := a.(map[string]any)
+		if arg["name"] != "enable-admission-plugins" {
+			continue
+		}
+		names := strings.Split(arg["value"].(string), ",")
+		names = slices.DeleteFunc(names, func(name string) bool { return name != "NodeRestriction" && slices.Contains(ours, name) })
+		arg["value"] = strings.Join(names, ",")
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// FragmentPlugins returns the plugin names kubeadm-config.yaml enables.
+func FragmentPlugins(t testing.TB, fragment []byte) []string {
+	t.Helper()
+	var f struct {
+		APIServer struct {
+			ExtraArgs []struct{ Name, Value string } `json:"extraArgs"`
+		} `json:"apiServer"`
+	}
+	if err := yaml.Unmarshal(fragment, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range f.APIServer.ExtraArgs {
+		if a.Name == "enable-admission-plugins" {
+			return strings.Split(a.Value, ",")
+		}
+	}
+	t.Fatalf("%s enables no plugin", KubeadmFragment)
+	return nil
+}
+
+// PatchImage is the image the shipped kubeadm patch sets.
+func PatchImage(t testing.TB) string {
+	t.Helper()
+	var patch struct {
+		Spec struct {
+			Containers []struct{ Name, Image string } `json:"containers"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(mustRead(t, filepath.Join(RepoRoot(t), StaticPodPatch)), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if len(patch.Spec.Containers) != 1 || patch.Spec.Containers[0].Image == "" {
+		t.Fatalf("%s sets no image", StaticPodPatch)
+	}
+	return patch.Spec.Containers[0].Image
+}
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

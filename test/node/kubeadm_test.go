@@ -1,0 +1,137 @@
+package node_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-k8s/portcullis/test/docs"
+	"github.com/portcullis-k8s/portcullis/test/node"
+)
+
+// initConfiguration is what the node's kubeadm init is given: the cluster as an operator
+// without systemd and on cgroup v1 sets it up (docs/node.md). The kubelet's settings go to
+// the cluster's kubelet-config ConfigMap, which every later kubeadm upgrade reads.
+func initConfiguration(kubernetesVersion string) string {
+	return `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+nodeRegistration:
+  # cgroup v1 (the kubelet runs on it with failCgroupV1: false).
+  ignorePreflightErrors: [SystemVerification]
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: ` + kubernetesVersion + `
+networking:
+  podSubnet: ` + node.PodSubnet + `
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+# Without CAP_SYS_RESOURCE nothing may lower an oom_score_adj below 0.
+oomScoreAdj: 0
+`
+}
+
+// kubeadmInit installs a stock control plane on the node with kubeadm's CLI; the
+// control-plane taint is removed so that ordinary pods run on it.
+func kubeadmInit(t *testing.T, n *node.Node, kubernetesVersion string) {
+	t.Helper()
+	writeFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(kubernetesVersion))
+	n.Run(t, "kubeadm init --config /root/kubeadm-init.yaml --skip-phases=addon/kube-proxy,addon/coredns")
+	n.Run(t, "kubectl taint nodes --all node-role.kubernetes.io/control-plane-")
+	client := n.Client(t)
+	n.WaitFor(t, "the node Ready", 3*time.Minute, func() error {
+		nodes, err := client.CoreV1().Nodes().List(node.Context(t), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, no := range nodes.Items {
+			for _, c := range no.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no node is Ready: %d nodes", len(nodes.Items))
+	})
+}
+
+// waitForAPIServer waits until the kube-apiserver mirror pod runs image, Running and Ready,
+// and the server it runs reports gitVersion.
+func waitForAPIServer(t *testing.T, n *node.Node, image, gitVersion string) {
+	t.Helper()
+	n.WaitFor(t, "kube-apiserver running "+image, 5*time.Minute, func() error {
+		client := n.Client(t)
+		info, err := client.Discovery().ServerVersion()
+		if err != nil {
+			return err
+		}
+		if info.GitVersion != gitVersion {
+			return fmt.Errorf("the server reports %s, want %s", info.GitVersion, gitVersion)
+		}
+		pod, err := client.CoreV1().Pods("kube-system").Get(node.Context(t), "kube-apiserver-"+node.Hostname, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Image != image {
+			return fmt.Errorf("the mirror pod runs %v", pod.Spec.Containers)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("the mirror pod is %s", pod.Status.Phase)
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("the mirror pod is not Ready: %v", pod.Status.Conditions)
+	})
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// version is the Portcullis version under test (VERSION), and the Kubernetes release it is
+// built on.
+func version(t *testing.T) (portcullis, kubernetes string) {
+	t.Helper()
+	v := strings.TrimSpace(string(readFile(t, filepath.Join(docs.RepoRoot(t), "VERSION"))))
+	k, _, _ := strings.Cut(v, "+")
+	return v, k
+}
+
+// manifestImage is the image of the node's kube-apiserver manifest.
+func manifestImage(t *testing.T, n *node.Node) string {
+	t.Helper()
+	var pod corev1.Pod
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(n.Dir, "etc-kubernetes", "manifests", "kube-apiserver.yaml")), &pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod.Spec.Containers[0].Image
+}

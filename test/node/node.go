@@ -1,0 +1,597 @@
+// Package node is the real node the suite runs: containerd, runc and the CNI plugins built
+// from the module proxy, a kubelet built from upstream's module graph, kubeadm's CLI, and
+// images built here from the binaries the suite built. The node is a set of namespaces of its
+// own (nodeinit is its PID 1): one node at a time per machine, every process, mount, network
+// device and cgroup it made removed when it stops, also after a failure, and the kernel
+// settings the kubelet changes put back; a node a killed run left is cleared before the next
+// starts.
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/portcullis-k8s/portcullis/test/docs"
+	"github.com/portcullis-k8s/portcullis/test/integration/framework"
+	"github.com/portcullis-k8s/portcullis/test/node/image"
+)
+
+const (
+	// Hostname is the node's host name, and so kubeadm's node name.
+	Hostname = "portcullis-node"
+	// The node's network: a veth pair, the host's end HostAddress, the node's NodeAddress
+	// (its default route goes to the host, so kubeadm advertises NodeAddress). The host
+	// reaches the API server at NodeAddress:6443.
+	HostAddress = "10.200.0.1"
+	NodeAddress = "10.200.0.2"
+	hostVeth    = "portcullis0"
+	// PodSubnet is the bridge plugin's range (the node's pods).
+	PodSubnet = "10.244.0.0/24"
+
+	// DirEnv names the directory the node lives in (make test-node: _output/node), its
+	// runtime under runtime/bin; ImageEnv our kube-apiserver's OCI image (make node-image).
+	DirEnv   = "PORTCULLIS_NODE_DIR"
+	ImageEnv = "PORTCULLIS_NODE_IMAGE"
+
+	// AdminConf is kubeadm's admin kubeconfig, as the node sees it.
+	AdminConf = "/etc/kubernetes/admin.conf"
+)
+
+// kernelSettings are the host-wide settings the kubelet writes (it sets the values its
+// container manager wants unless protectKernelDefaults): saved before the node starts and
+// put back after.
+var kernelSettings = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+// cgroupParents are the cgroups the kubelet (kubepods) and containerd (k8s.io) make in each
+// hierarchy: removed, deepest first, when the node stops.
+var cgroupParents = []string{"kubepods", "k8s.io"}
+
+// Node is a running node.
+type Node struct {
+	// Dir is the node's directory: one directory per node path (nodeinit.NodePaths), bin/
+	// (first on the node's PATH), logs/, images/.
+	Dir string
+	// PID is nodeinit's, as the host sees it.
+	PID int
+	// Bins are the suite's binaries; Work is the operator's working directory on the node:
+	// ./kube-apiserver (ours) and build/deploy/, as the guide has them.
+	Bins framework.Binaries
+	Work string
+	// PauseImage is the sandbox image (kubeadm's), which every node has.
+	PauseImage string
+
+	root    string // DirEnv
+	cmd     *exec.Cmd
+	created []string // mount points made on the host
+}
+
+// Start starts a node: its namespaces, network and containerd, with the images kubeadm
+// asks for at kubernetesVersion imported. Stop is registered as a cleanup.
+func Start(t *testing.T, kubernetesVersion string) *Node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the real node runs as root: run make test-node as root")
+	}
+	root := os.Getenv(DirEnv)
+	if root == "" {
+		t.Fatalf("$%s is not set: run make test-node", DirEnv)
+	}
+	n := &Node{root: root, Dir: filepath.Join(root, "run"), Bins: framework.FindBinaries(t)}
+	clearStale(t, root)
+	if err := saveKernelSettings(root); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(t) })
+	if err := os.MkdirAll(filepath.Join(n.Dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	images := n.kubeadmImages(t, kubernetesVersion)
+	n.layOut(t)
+	n.startInit(t)
+	n.startNetwork(t)
+	n.Run(t, "systemctl start containerd")
+	n.waitFor(t, "containerd's socket", 2*time.Minute, func() error {
+		_, _, err := n.Exec(t, "test -S /run/containerd/containerd.sock && ctr version >/dev/null 2>&1")
+		return err
+	})
+	n.importImages(t, images)
+	return n
+}
+
+// clearStale ends a node a killed run left: its init (and so every process of it), its
+// device, cgroups and kernel settings.
+func clearStale(t *testing.T, root string) {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) > 2 && filepath.Base(args[0]) == "nodeinit" && args[1] == "-dir" && strings.HasPrefix(args[2], root+"/") {
+			t.Logf("a node of an earlier run is still up (nodeinit, PID %d): stopping it", pid)
+			killAndWait(pid)
+		}
+	}
+	removeHostState(t, root)
+	if err := os.RemoveAll(filepath.Join(root, "run")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop ends the node and removes what it left on the host. A failed test keeps the node's
+// logs under Dir/logs.
+func (n *Node) Stop(t *testing.T) {
+	if n.PID != 0 {
+		killAndWait(n.PID)
+		n.PID = 0
+	}
+	if n.cmd != nil {
+		_ = n.cmd.Wait()
+		n.cmd = nil
+	}
+	removeHostState(t, n.root)
+	for i := len(n.created) - 1; i >= 0; i-- {
+		_ = os.Remove(n.created[i]) // empty mount points only
+	}
+	if t.Failed() {
+		t.Logf("the node's logs: %s", filepath.Join(n.Dir, "logs"))
+		for _, log := range []string{"kubelet.log", "containerd.log", "nodeinit.log"} {
+			if data, err := os.ReadFile(filepath.Join(n.Dir, "logs", log)); err == nil {
+				t.Logf("the end of %s:\n%s", log, tail(data, 15))
+			}
+		}
+		return
+	}
+	if err := os.RemoveAll(n.Dir); err != nil {
+		t.Errorf("removing the node's directory: %v", err)
+	}
+}
+
+// killAndWait kills pid (a node's init: the kernel then kills its PID namespace) and waits
+// until it is gone.
+func killAndWait(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for range 600 {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(stat), ") Z ") {
+			return // a zombie: its parent (unshare) reaps it
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// removeHostState removes what a node leaves outside its namespaces: the host's end of its
+// veth, the cgroups, and the kernel settings (put back as saved).
+func removeHostState(t *testing.T, root string) {
+	t.Helper()
+	if err := exec.Command("ip", "link", "show", hostVeth).Run(); err == nil {
+		if out, err := exec.Command("ip", "link", "del", hostVeth).CombinedOutput(); err != nil {
+			t.Errorf("ip link del %s: %v\n%s", hostVeth, err, out)
+		}
+	}
+	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
+	hierarchies = append(hierarchies, "/sys/fs/cgroup")
+	for _, h := range hierarchies {
+		for _, parent := range cgroupParents {
+			if err := removeCgroup(filepath.Join(h, parent)); err != nil {
+				t.Errorf("removing the cgroup %s: %v", filepath.Join(h, parent), err)
+			}
+		}
+	}
+	if err := restoreKernelSettings(root); err != nil {
+		t.Error(err)
+	}
+}
+
+// removeCgroup removes a cgroup and its children, deepest first, retrying while the
+// processes of the killed node are still leaving it.
+func removeCgroup(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	var last error
+	for range 100 {
+		var dirs []string
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		last = nil
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+				last = err
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return last
+}
+
+func kernelSettingsFile(root string) string { return filepath.Join(root, "kernel-settings.saved") }
+
+// saveKernelSettings records the kernel's settings before a node starts, unless a node that
+// did not stop cleanly recorded them already (those are the machine's own).
+func saveKernelSettings(root string) error {
+	file := kernelSettingsFile(root)
+	if _, err := os.Stat(file); err == nil {
+		return nil
+	}
+	var b strings.Builder
+	for _, s := range kernelSettings {
+		v, err := os.ReadFile(filepath.Join("/proc/sys", s))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s=%s\n", s, strings.TrimSpace(string(v)))
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+func restoreKernelSettings(root string) error {
+	data, err := os.ReadFile(kernelSettingsFile(root))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		setting, value, _ := strings.Cut(line, "=")
+		if err := os.WriteFile(filepath.Join("/proc/sys", setting), []byte(value), 0o644); err != nil {
+			return fmt.Errorf("putting back %s=%s: %w", setting, value, err)
+		}
+	}
+	return os.Remove(kernelSettingsFile(root))
+}
+
+// layOut writes the node's files: bin/ (the runtime, the kubelet, kubeadm, kubectl, crictl,
+// the systemctl stand-in), containerd's configuration, the CNI network; and the host's
+// missing mount points.
+func (n *Node) layOut(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(n.Dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runtime := filepath.Join(n.root, "runtime", "bin")
+	links := map[string]string{"systemctl": filepath.Join(n.Bins.Dir, "nodeinit")}
+	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "crictl"} {
+		links[name] = filepath.Join(runtime, name)
+	}
+	for _, name := range []string{"kubelet", "kubeadm", "kubectl", "nodeinit", "kube-apiserver"} {
+		links[name] = filepath.Join(n.Bins.Dir, name)
+	}
+	for name, target := range links {
+		if _, err := os.Stat(target); err != nil {
+			t.Fatalf("%s is not built (%v): run make test-node", target, err)
+		}
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cniBin := filepath.Join(n.Dir, "opt-cni", "bin")
+	if err := os.MkdirAll(cniBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		if err := os.Symlink(filepath.Join(runtime, plugin), filepath.Join(cniBin, plugin)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(n.Dir, "etc-cni", "net.d", "10-portcullis-node.conflist"), cniNetwork)
+	for _, path := range nodePaths {
+		created, err := mountPoint(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.created = append(n.created, created...)
+	}
+	// The operator's working directory: our binary as ./kube-apiserver, and the deploy kit.
+	n.Work = filepath.Join(n.Dir, "work")
+	if err := os.MkdirAll(n.Work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(n.Bins.APIServer, filepath.Join(n.Work, "kube-apiserver")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(n.Work, "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(docs.RepoRoot(t), "build", "deploy"), filepath.Join(n.Work, "build")).CombinedOutput(); err != nil {
+		t.Fatalf("copying the deploy kit: %v\n%s", err, out)
+	}
+}
+
+// nodePaths are the host paths the node has of its own: nodeinit bind-mounts over each, in
+// the node only, the directory of Dir named after it ("/" replaced by "-").
+var nodePaths = []string{
+	"/etc/kubernetes", "/etc/containerd", "/etc/cni", "/opt/cni",
+	"/var/lib/kubelet", "/var/lib/etcd", "/var/lib/containerd",
+	"/var/log/pods", "/var/log/containers", "/root",
+}
+
+// mountPoint creates path's missing directories on the host and returns those it created,
+// top first.
+func mountPoint(path string) ([]string, error) {
+	var missing []string
+	for p := path; p != "/"; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		missing = append([]string{p}, missing...)
+	}
+	return missing, os.MkdirAll(path, 0o755)
+}
+
+// cniNetwork is the node's pod network: a bridge with host-local addresses, and portmap.
+const cniNetwork = `{
+  "cniVersion": "1.0.0",
+  "name": "portcullis-node",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + PodSubnet + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+// containerdConfig is containerd's configuration: its defaults, with the sandbox image
+// kubeadm names, cgroupfs (no systemd here), and the runtime told not to ask for a negative
+// oom_score_adj (restrict_oom_score_adj), which needs CAP_SYS_RESOURCE, absent here.
+func containerdConfig(sandboxImage string) string {
+	return `version = 3
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "` + sandboxImage + `"
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+      SystemdCgroup = false
+`
+}
+
+// startInit starts nodeinit in the node's namespaces.
+func (n *Node) startInit(t *testing.T) {
+	t.Helper()
+	log, err := os.Create(filepath.Join(n.Dir, "logs", "nodeinit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	args := append([]string{"--mount", "--uts", "--net", "--pid", "--fork", "--mount-proc", "--propagation", "private",
+		filepath.Join(n.Bins.Dir, "nodeinit"), "-dir", n.Dir, "-hostname", Hostname}, nodePaths...)
+	n.cmd = exec.Command("unshare", args...)
+	n.cmd.Stdout, n.cmd.Stderr = log, log
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	n.waitFor(t, "the node's init", time.Minute, func() error {
+		children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", n.cmd.Process.Pid, n.cmd.Process.Pid))
+		if err != nil {
+			return err
+		}
+		fields := strings.Fields(string(children))
+		if len(fields) != 1 {
+			return fmt.Errorf("unshare has children %q", fields)
+		}
+		n.PID, _ = strconv.Atoi(fields[0])
+		return exec.Command("nsenter", fmt.Sprintf("--target=%d", n.PID), "--mount", "test", "-S", "/run/portcullis-node/systemctl.sock").Run()
+	})
+}
+
+// startNetwork gives the node its end of a veth pair and a default route to the host's.
+func (n *Node) startNetwork(t *testing.T) {
+	t.Helper()
+	inNode := fmt.Sprintf("nsenter --target=%d --net", n.PID)
+	script := fmt.Sprintf(`set -o errexit
+ip link add %[1]s type veth peer name eth0 netns %[2]d
+ip addr add %[3]s/24 dev %[1]s
+ip link set %[1]s up
+%[5]s ip link set lo up
+%[5]s ip addr add %[4]s/24 dev eth0
+%[5]s ip link set eth0 up
+%[5]s ip route add default via %[3]s
+`, hostVeth, n.PID, HostAddress, NodeAddress, inNode)
+	if out, err := exec.Command("bash", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("the node's network: %v\n%s", err, out)
+	}
+}
+
+// Options are the docs runner's options for a command run on the node, as root logged in to
+// it, in the operator's working directory, with KUBECONFIG the admin's.
+func (n *Node) Options() docs.Options {
+	return docs.Options{Node: n.PID, Path: []string{filepath.Join(n.Dir, "bin")}, Dir: n.Work, Env: []string{"KUBECONFIG=" + AdminConf}}
+}
+
+// Exec runs script on the node.
+func (n *Node) Exec(t *testing.T, script string) (stdout, stderr string, err error) {
+	t.Helper()
+	return docs.Exec(t, script, n.Options())
+}
+
+// Run runs script on the node; its failure fails the test.
+func (n *Node) Run(t *testing.T, script string) (stdout, stderr string) {
+	t.Helper()
+	return docs.Run(t, script, n.Options())
+}
+
+// RunBlock runs a documented block, exactly as written, on the node.
+func (n *Node) RunBlock(t *testing.T, file, key string) (stdout, stderr string) {
+	t.Helper()
+	return n.Run(t, docs.Block(t, file, key))
+}
+
+// Client is a client of the node's API server as kubeadm's admin (admin.conf).
+func (n *Node) Client(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(n.Dir, "etc-kubernetes", "admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.Timeout = 30 * time.Second
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// WaitFor polls cond every second until it returns nil, failing the test after timeout with
+// its last error.
+func (n *Node) WaitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
+	t.Helper()
+	n.waitFor(t, what, timeout, cond)
+}
+
+func (n *Node) waitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// kubeadmImages are the images `kubeadm config images list` names for kubernetesVersion but
+// kube-proxy's and CoreDNS's: kubeadm's addons are skipped (docs/node.md). The pause image is
+// containerd's sandbox image.
+func (n *Node) kubeadmImages(t *testing.T, kubernetesVersion string) []string {
+	t.Helper()
+	out, err := exec.Command(n.Bins.Kubeadm, "config", "images", "list", "--kubernetes-version", kubernetesVersion).Output()
+	if err != nil {
+		t.Fatalf("kubeadm config images list: %v", err)
+	}
+	var refs []string
+	for _, ref := range strings.Fields(string(out)) {
+		switch imageName(ref) {
+		case "kube-proxy", "coredns":
+		case "pause":
+			n.PauseImage = ref
+			writeFile(t, filepath.Join(n.Dir, "etc-containerd", "config.toml"), containerdConfig(ref))
+			fallthrough
+		default:
+			refs = append(refs, ref)
+		}
+	}
+	if n.PauseImage == "" {
+		t.Fatalf("kubeadm config images list names no pause image:\n%s", out)
+	}
+	return refs
+}
+
+// imageName is the last element of an image's name: registry.k8s.io/etcd:3.6.8-0 is etcd.
+func imageName(ref string) string { return filepath.Base(ref[:strings.LastIndex(ref, ":")]) }
+
+// importImages builds each image of refs from the suite's binaries and imports it into
+// containerd's k8s.io namespace (the kubelet's).
+func (n *Node) importImages(t *testing.T, refs []string) {
+	t.Helper()
+	binaries := map[string]string{
+		"kube-apiserver":          n.Bins.StockAPIServer,
+		"kube-controller-manager": n.Bins.ControllerManager,
+		"kube-scheduler":          filepath.Join(n.Bins.Dir, "kube-scheduler"),
+		"etcd":                    n.Bins.Etcd,
+		"pause":                   filepath.Join(n.Bins.Dir, "pause"),
+	}
+	dir := filepath.Join(n.Dir, "images")
+	for _, ref := range refs {
+		name := imageName(ref)
+		binary, ok := binaries[name]
+		if !ok {
+			t.Fatalf("kubeadm asks for the image %s, which the node does not build", ref)
+		}
+		img := image.Image{Ref: ref, Files: []image.File{{Path: "/usr/local/bin/" + name, Source: binary, Mode: 0o755}}}
+		if name == "pause" {
+			img.Files[0].Path = "/pause"
+			img.Entrypoint = []string{"/pause"}
+		}
+		archive := filepath.Join(dir, name+".oci.tar")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := image.Write(img, archive); err != nil {
+			t.Fatal(err)
+		}
+		n.Run(t, "ctr -n k8s.io images import --local "+archive+" >/dev/null")
+		if err := os.Remove(archive); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ImportOurs imports our kube-apiserver's image (the release's, make node-image) as ref, as
+// if pulled from the registry the deploy kit's patch names.
+func (n *Node) ImportOurs(t *testing.T, ref string) {
+	t.Helper()
+	archive := os.Getenv(ImageEnv)
+	if archive == "" {
+		t.Fatalf("$%s is not set: run make test-node", ImageEnv)
+	}
+	base, tag, _ := strings.Cut(ref, ":")
+	n.Run(t, fmt.Sprintf("ctr -n k8s.io images import --local --base-name %s %s >/dev/null", base, archive))
+	out, _ := n.Run(t, "ctr -n k8s.io images ls -q")
+	if !slices.Contains(strings.Fields(out), ref) {
+		t.Fatalf("importing %s gave no image %s (tag %s); containerd has:\n%s", archive, ref, tag, out)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tail(data []byte, lines int) string {
+	all := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return string(bytes.Join(all, []byte("\n")))
+}
+
+// Context is a context for one request to the node.
+func Context(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

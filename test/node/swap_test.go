@@ -1,0 +1,204 @@
+package node_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis-k8s/portcullis/test/docs"
+	"github.com/portcullis-k8s/portcullis/test/node"
+)
+
+// TestKubeadmNode installs stock Kubernetes on a real node with kubeadm, then follows
+// docs/operating.md on it, each block as written: the README's preflight of the running
+// manifest, "2a. A kubeadm node" (back up, install the kit, merge the ClusterConfiguration,
+// render and preflight, upload, put the manifest in place, check), our plugins on pods the
+// controllers create, and "4. Rolling back" to stock. After each step the kubelet runs the
+// manifest kubeadm rendered, and the API server it runs is the one the step names.
+func TestKubeadmNode(t *testing.T) {
+	ours, kubernetesVersion := version(t)
+	n := node.Start(t, kubernetesVersion)
+	kubeadmInit(t, n, kubernetesVersion)
+	stockImage := "registry.k8s.io/kube-apiserver:" + kubernetesVersion
+	waitForAPIServer(t, n, stockImage, kubernetesVersion)
+	repo := docs.RepoRoot(t)
+	etc, root := filepath.Join(n.Dir, "etc-kubernetes"), filepath.Join(n.Dir, "root")
+	running := filepath.Join(etc, "manifests", "kube-apiserver.yaml")
+
+	// An ordinary workload, created before the swap: a Deployment whose pods the
+	// ReplicaSet controller creates.
+	n.Run(t, workload(n.PauseImage))
+	waitForPods(t, n, "app=web", func(p corev1.Pod) error { return nil })
+
+	// The README's preflight of the node as it runs.
+	out, _ := n.RunBlock(t, "README.md", docs.KeyReadmePreflight)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the running manifest:\n%s", out)
+	}
+
+	// 1. Back up the manifest.
+	stock := readFile(t, running)
+	n.RunBlock(t, docs.Operating, docs.KeyKubeadmBackup)
+	if !bytes.Equal(readFile(t, filepath.Join(root, "kube-apiserver.yaml.stock")), stock) {
+		t.Errorf("/root/kube-apiserver.yaml.stock is not the running manifest")
+	}
+
+	// 2. The release's image, in the registry the patch names: here imported under that
+	// name, as a pull from it would leave it.
+	patchImage := docs.PatchImage(t)
+	n.ImportOurs(t, patchImage)
+
+	// 3. Install the patch and the admission configuration.
+	n.RunBlock(t, docs.Operating, docs.KeyKubeadmInstall)
+
+	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it (the edit).
+	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
+	clusterFile := filepath.Join(root, "kubeadm-cluster.yaml")
+	fragment := readFile(t, filepath.Join(repo, docs.KubeadmFragment))
+	writeFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, readFile(t, clusterFile), fragment)))
+
+	// 5. Render and preflight against the running manifest.
+	out, _ = n.RunBlock(t, docs.Operating, docs.KeyKubeadmRender)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the rendered manifest:\n%s", out)
+	}
+	// Upload, and the manifest in place: the kubelet replaces the static pod.
+	n.RunBlock(t, docs.Operating, docs.KeyKubeadmUpload)
+	if got := manifestImage(t, n); got != patchImage {
+		t.Fatalf("after the swap the manifest runs %s, want %s", got, patchImage)
+	}
+	// "Watch the container come back", then the check.
+	waitForAPIServer(t, n, patchImage, ours)
+	out, _ = n.RunBlock(t, docs.Operating, docs.KeyKubeadmCheck)
+	if !strings.Contains(out, "ok") || !strings.Contains(out, "Server Version: "+ours) {
+		t.Errorf("the check printed:\n%s", out)
+	}
+
+	// Our plugins on real pods: a PodPreset reaches the Deployment's next pods, which the
+	// ReplicaSet controller creates (its service account's rights, not an admin's), and
+	// they run.
+	n.Run(t, podPreset)
+	n.Run(t, "kubectl rollout restart deployment/web && kubectl rollout status deployment/web --timeout=3m")
+	waitForPods(t, n, "app=web", func(p corev1.Pod) error {
+		if !slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "PRESET" }) {
+			return fmt.Errorf("pod %s has no PRESET from the PodPreset", p.Name)
+		}
+		if p.Annotations["podpreset.admission.kubernetes.io/podpreset-web"] == "" {
+			return fmt.Errorf("pod %s has no podpreset annotation: %v", p.Name, p.Annotations)
+		}
+		return nil
+	})
+	// SecurityContextDeny runs in Warn with the kit's configuration: the pod it would refuse
+	// is admitted, with a warning.
+	_, stderr := n.Run(t, runAsUserPod(n.PauseImage))
+	if !strings.Contains(stderr, "SecurityContextDeny") {
+		t.Errorf("creating a pod with runAsUser gave no SecurityContextDeny warning:\n%s", stderr)
+	}
+
+	// 4. Rolling back: our patch out, our names out of the ClusterConfiguration (the edit),
+	// step 5's first block without its last command, then the check and install of the
+	// render.
+	n.RunBlock(t, docs.Operating, docs.KeyRollbackKubeadm)
+	writeFile(t, clusterFile, string(docs.RemovePlugins(t, readFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
+	render := docs.Block(t, docs.Operating, docs.KeyKubeadmRender)
+	last := strings.LastIndex(render, "./kube-apiserver preflight")
+	if last < 0 {
+		t.Fatalf("step 5's first block has no preflight command last:\n%s", render)
+	}
+	n.Run(t, render[:last])
+	out, _ = n.RunBlock(t, docs.Operating, docs.KeyRollbackRender)
+	if !strings.Contains(out, "image: "+stockImage) {
+		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
+	}
+	waitForAPIServer(t, n, stockImage, kubernetesVersion)
+	out, _ = n.Run(t, docs.Block(t, docs.Operating, docs.KeyKubeadmCheck))
+	if !strings.Contains(out, "Server Version: "+kubernetesVersion+"\n") {
+		t.Errorf("after the rollback the check printed:\n%s", out)
+	}
+	// Stock applies no PodPreset: the Deployment's next pods run without it.
+	n.Run(t, "kubectl rollout restart deployment/web && kubectl rollout status deployment/web --timeout=3m")
+	waitForPods(t, n, "app=web", func(p corev1.Pod) error {
+		if slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "PRESET" }) {
+			return fmt.Errorf("pod %s got the PodPreset from stock", p.Name)
+		}
+		return nil
+	})
+}
+
+// workload is a Deployment of the pause image (the one workload image every node has).
+func workload(pause string) string {
+	return `kubectl apply -f - <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: ` + pause + `
+EOF
+kubectl rollout status deployment/web --timeout=3m
+`
+}
+
+const podPreset = `kubectl apply -f - <<'EOF'
+apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata:
+  name: web
+  namespace: default
+spec:
+  selector:
+    matchLabels: {app: web}
+  env:
+  - name: PRESET
+    value: "from-the-preset"
+EOF
+`
+
+func runAsUserPod(pause string) string {
+	return `kubectl run run-as-user --image=` + pause + ` --restart=Never --overrides='{"spec":{"securityContext":{"runAsUser":1000}}}'
+`
+}
+
+// waitForPods waits until every pod of selector in default is Running and Ready, none is
+// terminating, and each passes check.
+func waitForPods(t *testing.T, n *node.Node, selector string, check func(corev1.Pod) error) {
+	t.Helper()
+	n.WaitFor(t, "the pods "+selector, 3*time.Minute, func() error {
+		pods, err := n.Client(t).CoreV1().Pods("default").List(node.Context(t), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) == 0 {
+			return fmt.Errorf("no pod")
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return fmt.Errorf("pod %s is terminating", p.Name)
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+			}
+			if err := check(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
