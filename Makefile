@@ -384,6 +384,9 @@ test-upgrade: build-test-binaries testrecord
 NODE_DIR     := $(abspath $(OUT_ROOT)/node)
 NODE_TIMEOUT ?= 30m
 NODE_IMAGE    = $(NODE_DIR)/kube-apiserver-$(KUBE_MINOR).oci.tar
+# NODE_RUN picks the node's tests (go test -run): .ci/run runs the install, the swap and the
+# rollback (TestKubeadmNode).
+NODE_RUN     ?=
 
 .PHONY: node-runtime
 node-runtime: install-test-deps ## build the real node's container runtime and CNI plugins (test/node/build-runtime.sh) into NODE_DIR/runtime
@@ -405,7 +408,7 @@ build-node-binaries: build-test-binaries kubelet kube-scheduler node-runtime nod
 .PHONY: test-node
 test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
 	PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) PORTCULLIS_NODE_IMAGE=$(NODE_IMAGE) \
-	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(NODE_TESTS) $(call record,node)
+	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(if $(NODE_RUN),-run '$(NODE_RUN)') $(NODE_TESTS) $(call record,node)
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
 # runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all
@@ -455,7 +458,7 @@ verify-pins: ## every minor's pins, toolchain and release counter, the adapter f
 	$(GO) run ./hack/buildtags -verify
 	hack/verify-kube-version.sh
 	hack/verify-go-toolchain.sh
-	GO='$(GO)' hack/verify-pgo-listings.sh $(PGO_FLAG) '$(UNIT_PACKAGES)' '$(INTEGRATION_TESTS)' '$(RELEASE_TESTS)' '$(UPGRADE_TESTS)' '$(MINOR_INTEGRATION_TESTS)'
+	GO='$(GO)' hack/verify-pgo-listings.sh $(PGO_FLAG) '$(UNIT_PACKAGES)' '$(INTEGRATION_TESTS)' '$(RELEASE_TESTS)' '$(UPGRADE_TESTS)' '$(NODE_TESTS)' '$(MINOR_INTEGRATION_TESTS)'
 
 # go vet compiles with the binary's profile, and so type-checks against the packages make
 # build and make test compiled (without it, a second compile of Kubernetes); a profile changes

@@ -25,6 +25,12 @@ kind: InitConfiguration
 nodeRegistration:
   # cgroup v1 (the kubelet runs on it with failCgroupV1: false).
   ignorePreflightErrors: [SystemVerification]
+# A slow machine: the kubelet here admits the static pods about 10 s apart, and the API server
+# may answer after kubeadm's default minute for its calls. (Not
+# controlPlaneComponentHealthCheck: kubeadm derives the static pods' startup probes from it,
+# and the guide's render, without it, would differ from the running manifest.)
+timeouts:
+  kubernetesAPICall: 5m0s
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
@@ -134,4 +140,30 @@ func manifestImage(t *testing.T, n *node.Node) string {
 		t.Fatal(err)
 	}
 	return pod.Spec.Containers[0].Image
+}
+
+// apiServerFlags are the --name=value flags of a kube-apiserver manifest's command.
+func apiServerFlags(t *testing.T, manifest string) map[string]string {
+	t.Helper()
+	var pod corev1.Pod
+	if err := yaml.Unmarshal(readFile(t, manifest), &pod); err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]string{}
+	for _, arg := range pod.Spec.Containers[0].Command {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "="); ok {
+			flags[name] = value
+		}
+	}
+	return flags
+}
+
+// clusterConfiguration is the ClusterConfiguration kubeadm keeps in the cluster.
+func clusterConfiguration(t *testing.T, n *node.Node) string {
+	t.Helper()
+	cm, err := n.Client(t).CoreV1().ConfigMaps("kube-system").Get(node.Context(t), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["ClusterConfiguration"]
 }

@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,6 +79,9 @@ type Node struct {
 	root    string // DirEnv
 	cmd     *exec.Cmd
 	created []string // mount points made on the host
+	signals chan os.Signal
+	// stopping serializes stop: the test's cleanup and an interrupt.
+	stopping sync.Mutex
 }
 
 // Start starts a node: its namespaces, network and containerd, with the images kubeadm
@@ -95,6 +100,7 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 	if err := saveKernelSettings(root); err != nil {
 		t.Fatal(err)
 	}
+	n.stopOnSignal()
 	t.Cleanup(func() { n.Stop(t) })
 	if err := os.MkdirAll(filepath.Join(n.Dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
@@ -129,7 +135,9 @@ func clearStale(t *testing.T, root string) {
 			killAndWait(pid)
 		}
 	}
-	removeHostState(t, root)
+	for _, err := range removeHostState(root) {
+		t.Error(err)
+	}
 	if err := os.RemoveAll(filepath.Join(root, "run")); err != nil {
 		t.Fatal(err)
 	}
@@ -138,17 +146,10 @@ func clearStale(t *testing.T, root string) {
 // Stop ends the node and removes what it left on the host. A failed test keeps the node's
 // logs under Dir/logs.
 func (n *Node) Stop(t *testing.T) {
-	if n.PID != 0 {
-		killAndWait(n.PID)
-		n.PID = 0
-	}
-	if n.cmd != nil {
-		_ = n.cmd.Wait()
-		n.cmd = nil
-	}
-	removeHostState(t, n.root)
-	for i := len(n.created) - 1; i >= 0; i-- {
-		_ = os.Remove(n.created[i]) // empty mount points only
+	signal.Stop(n.signals)
+	close(n.signals)
+	for _, err := range n.stop() {
+		t.Error(err)
 	}
 	if t.Failed() {
 		t.Logf("the node's logs: %s", filepath.Join(n.Dir, "logs"))
@@ -162,6 +163,44 @@ func (n *Node) Stop(t *testing.T) {
 	if err := os.RemoveAll(n.Dir); err != nil {
 		t.Errorf("removing the node's directory: %v", err)
 	}
+}
+
+// stop kills the node and removes what it left on the host, once.
+func (n *Node) stop() []error {
+	n.stopping.Lock()
+	defer n.stopping.Unlock()
+	if n.PID != 0 {
+		killAndWait(n.PID)
+		n.PID = 0
+	}
+	if n.cmd != nil {
+		_ = n.cmd.Wait()
+		n.cmd = nil
+	}
+	errs := removeHostState(n.root)
+	for i := len(n.created) - 1; i >= 0; i-- {
+		_ = os.Remove(n.created[i]) // empty mount points only
+	}
+	n.created = nil
+	return errs
+}
+
+// stopOnSignal stops the node when the test is interrupted (go test's timeout, Ctrl-C, a CI
+// run ending), which skips the test's cleanups, then exits.
+func (n *Node) stopOnSignal() {
+	n.signals = make(chan os.Signal, 1)
+	signal.Notify(n.signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s, ok := <-n.signals
+		if !ok {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "test/node: %v: stopping the node\n", s)
+		for _, err := range n.stop() {
+			fmt.Fprintf(os.Stderr, "test/node: %v\n", err)
+		}
+		os.Exit(1)
+	}()
 }
 
 // killAndWait kills pid (a node's init: the kernel then kills its PID namespace) and waits
@@ -181,11 +220,11 @@ func killAndWait(pid int) {
 
 // removeHostState removes what a node leaves outside its namespaces: the host's end of its
 // veth, the cgroups, and the kernel settings (put back as saved).
-func removeHostState(t *testing.T, root string) {
-	t.Helper()
+func removeHostState(root string) []error {
+	var errs []error
 	if err := exec.Command("ip", "link", "show", hostVeth).Run(); err == nil {
 		if out, err := exec.Command("ip", "link", "del", hostVeth).CombinedOutput(); err != nil {
-			t.Errorf("ip link del %s: %v\n%s", hostVeth, err, out)
+			errs = append(errs, fmt.Errorf("ip link del %s: %v\n%s", hostVeth, err, out))
 		}
 	}
 	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
@@ -193,13 +232,14 @@ func removeHostState(t *testing.T, root string) {
 	for _, h := range hierarchies {
 		for _, parent := range cgroupParents {
 			if err := removeCgroup(filepath.Join(h, parent)); err != nil {
-				t.Errorf("removing the cgroup %s: %v", filepath.Join(h, parent), err)
+				errs = append(errs, fmt.Errorf("removing the cgroup %s: %w", filepath.Join(h, parent), err))
 			}
 		}
 	}
 	if err := restoreKernelSettings(root); err != nil {
-		t.Error(err)
+		errs = append(errs, err)
 	}
+	return errs
 }
 
 // removeCgroup removes a cgroup and its children, deepest first, retrying while the
@@ -391,7 +431,9 @@ func (n *Node) startInit(t *testing.T) {
 		filepath.Join(n.Bins.Dir, "nodeinit"), "-dir", n.Dir, "-hostname", Hostname}, nodePaths...)
 	n.cmd = exec.Command("unshare", args...)
 	n.cmd.Stdout, n.cmd.Stderr = log, log
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group (a signal to the test's does not reach it), and killed when the
+	// test dies without its cleanups (nodeinit then dies with it).
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("unshare: %v", err)
 	}

@@ -69,8 +69,20 @@ func TestKubeadmNode(t *testing.T) {
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the rendered manifest:\n%s", out)
 	}
+	rendered := apiServerFlags(t, filepath.Join(root, "portcullis-render", "kube-apiserver.yaml"))
+	if got, want := rendered["advertise-address"], apiServerFlags(t, running)["advertise-address"]; got != want || want != node.NodeAddress {
+		t.Errorf("the render advertises %q, the running manifest %q, want the node's %s", got, want, node.NodeAddress)
+	}
+	for _, name := range docs.FragmentPlugins(t, fragment) {
+		if !slices.Contains(strings.Split(rendered["enable-admission-plugins"], ","), name) {
+			t.Errorf("the render's --enable-admission-plugins=%s lacks %s", rendered["enable-admission-plugins"], name)
+		}
+	}
 	// Upload, and the manifest in place: the kubelet replaces the static pod.
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmUpload)
+	if uploaded := clusterConfiguration(t, n); !strings.Contains(uploaded, "SecurityContextDeny") || !strings.Contains(uploaded, "/etc/kubernetes/portcullis") {
+		t.Errorf("the uploaded ClusterConfiguration lacks the kit's settings:\n%s", uploaded)
+	}
 	if got := manifestImage(t, n); got != patchImage {
 		t.Fatalf("after the swap the manifest runs %s, want %s", got, patchImage)
 	}
@@ -118,6 +130,9 @@ func TestKubeadmNode(t *testing.T) {
 		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
 	}
 	waitForAPIServer(t, n, stockImage, kubernetesVersion)
+	if uploaded := clusterConfiguration(t, n); strings.Contains(uploaded, "SecurityContextDeny") {
+		t.Errorf("after the rollback the ClusterConfiguration still enables our plugins:\n%s", uploaded)
+	}
 	out, _ = n.Run(t, docs.Block(t, docs.Operating, docs.KeyKubeadmCheck))
 	if !strings.Contains(out, "Server Version: "+kubernetesVersion+"\n") {
 		t.Errorf("after the rollback the check printed:\n%s", out)

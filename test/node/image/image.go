@@ -77,7 +77,7 @@ func Write(img Image, out string) error {
 	manifestDescriptor := descriptor("application/vnd.oci.image.manifest.v1+json", manifest)
 	manifestDescriptor["annotations"] = map[string]string{
 		// containerd's name for the image, and the OCI layout's tag.
-		"io.containerd.image.name":         img.Ref,
+		"io.containerd.image.name":          img.Ref,
 		"org.opencontainers.image.ref.name": tag,
 	}
 	manifestDescriptor["platform"] = map[string]string{"architecture": "amd64", "os": "linux"}

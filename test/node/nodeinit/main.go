@@ -69,6 +69,11 @@ func run(dir, hostname string, nodePaths []string) error {
 	if dir == "" || hostname == "" {
 		return errors.New("-dir and -hostname are required")
 	}
+	// The node dies with the harness: when unshare, its parent, dies (the test was killed;
+	// unshare dies with it, Pdeathsig), the kernel kills nodeinit, and with it the node.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0); errno != 0 {
+		return fmt.Errorf("prctl(PR_SET_PDEATHSIG): %w", errno)
+	}
 	if err := syscall.Sethostname([]byte(hostname)); err != nil {
 		return fmt.Errorf("sethostname: %w", err)
 	}
