@@ -387,9 +387,13 @@ NODE_IMAGE    = $(NODE_DIR)/kube-apiserver-$(KUBE_MINOR).oci.tar
 # NODE_RUN picks the node's tests (go test -run): .ci/run runs the install, the swap and the
 # rollback (TestKubeadmNode).
 NODE_RUN     ?=
+# The machine's node lock (test/node/nodeinit): after go test, whatever its end (a timeout
+# skips the test's cleanups), nodeinit -clean removes what a node left on the host.
+NODE_LOCK    := /run/portcullis-node-host/lock
 
 .PHONY: node-runtime
-node-runtime: install-test-deps ## build the real node's container runtime and CNI plugins (test/node/build-runtime.sh) into NODE_DIR/runtime
+node-runtime: ## build the real node's container runtime and CNI plugins (test/node/build-runtime.sh) into NODE_DIR/runtime
+	hack/install-test-deps.sh --node
 	GO='$(GO)' test/node/build-runtime.sh $(NODE_DIR)/runtime
 
 .PHONY: node-image
@@ -407,8 +411,10 @@ build-node-binaries: build-test-binaries kubelet kube-scheduler node-runtime nod
 
 .PHONY: test-node
 test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
-	PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) PORTCULLIS_NODE_IMAGE=$(NODE_IMAGE) \
-	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(if $(NODE_RUN),-run '$(NODE_RUN)') $(NODE_TESTS) $(call record,node)
+	status=0; PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) PORTCULLIS_NODE_IMAGE=$(NODE_IMAGE) \
+	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(if $(NODE_RUN),-run '$(NODE_RUN)') $(NODE_TESTS) $(call record,node) || status=$$?; \
+	{ mkdir -p $(dir $(NODE_LOCK)) && flock -n $(NODE_LOCK) $(BIN_DIR)/nodeinit -clean; } || echo "nodeinit -clean failed, or $(NODE_LOCK) is held (a node still runs?): the node's host state may be left" >&2; \
+	exit $$status
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
 # runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all

@@ -2,11 +2,13 @@
 # Installs, from Debian, the tools the integration and release tests run when they are
 # missing: skopeo (reads the OCI image archive), systemd (systemd-analyze verifies the unit)
 # and prometheus (promtool checks and unit-tests the alerting rules and backfills the usage
-# history InitialResources's test serves with prometheus); for the real node (make test-node),
-# libseccomp's headers and pkg-config (runc's seccomp, test/node/build-runtime.sh), iptables
-# and iproute2. `make test-integration`, `make test-release` and `make test-node` run it; it needs root to install (CI has it), and does nothing when all are
-# present. With --packages it prints the Debian packages it installs, one a line, and with
-# --missing those it would install now (hack/measure-ci.sh reads both).
+# history InitialResources's test serves with prometheus); with --node, also what the real
+# node needs (make test-node): libseccomp's headers and pkg-config (runc's seccomp,
+# test/node/build-runtime.sh), iptables and iproute2. `make test-integration` and `make
+# test-release` run it, `make test-node` with --node; it needs root to install (CI has it),
+# and does nothing when all are present. With --packages it prints the Debian packages it
+# installs, one a line, and with --missing those it would install now (hack/measure-ci.sh
+# reads both; --node before either adds the node's).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 
 # Each package, and the commands the tests need from it (an absolute path: a file).
@@ -14,11 +16,18 @@ declare -A commands_of=(
   [skopeo]="skopeo"
   [systemd]="systemd-analyze"
   [prometheus]="promtool prometheus"
-  [libseccomp-dev]="/usr/include/seccomp.h"
-  [pkg-config]="pkg-config"
-  [iptables]="iptables"
-  [iproute2]="ip"
 )
+# The real node's; iproute2 and iptables are base packages of most machines: never listed by
+# --packages (hack/measure-ci.sh --purge-debs purges what it lists).
+if [[ ${1:-} == --node ]]; then
+  shift
+  commands_of+=(
+    [libseccomp-dev]="/usr/include/seccomp.h"
+    [pkg-config]="pkg-config"
+    [iptables]="iptables"
+    [iproute2]="ip"
+  )
+fi
 if [[ ${1:-} == --packages ]]; then
   printf '%s\n' "${!commands_of[@]}" | sort
   exit 0

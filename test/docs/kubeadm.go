@@ -138,3 +138,15 @@ func mustRead(t testing.TB, path string) []byte {
 	}
 	return data
 }
+
+// RenderWithoutPreflight is what "4. Rolling back" runs of step 5's first block: the block
+// without its last command, the preflight against the running manifest.
+func RenderWithoutPreflight(t testing.TB) string {
+	t.Helper()
+	render := Block(t, Operating, KeyKubeadmRender)
+	last := strings.LastIndex(render, "./kube-apiserver preflight")
+	if last < 0 {
+		t.Fatalf("step 5's first block has no preflight command last:\n%s", render)
+	}
+	return render[:last]
+}

@@ -41,10 +41,21 @@ networking:
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+# The node's pods' cgroups, beneath a root of the node's own (removed after).
+cgroupRoot: ` + node.CgroupRoot + `
 failCgroupV1: false
 failSwapOn: false
 # Without CAP_SYS_RESOURCE nothing may lower an oom_score_adj below 0.
 oomScoreAdj: 0
+# The node shares the machine's disk with the build: as kind does, no eviction and no image
+# garbage collection on disk usage, which would taint the node (DiskPressure) or remove the
+# images built here, which no registry can give back.
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: "0%"
+  nodefs.inodesFree: "0%"
+  imagefs.available: "0%"
+imageGCHighThresholdPercent: 100
 `
 }
 
@@ -52,7 +63,7 @@ oomScoreAdj: 0
 // control-plane taint is removed so that ordinary pods run on it.
 func kubeadmInit(t *testing.T, n *node.Node, kubernetesVersion string) {
 	t.Helper()
-	writeFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(kubernetesVersion))
+	node.WriteFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(kubernetesVersion))
 	n.Run(t, "kubeadm init --config /root/kubeadm-init.yaml --skip-phases=addon/kube-proxy,addon/coredns")
 	n.Run(t, "kubectl taint nodes --all node-role.kubernetes.io/control-plane-")
 	client := n.Client(t)
@@ -102,16 +113,6 @@ func waitForAPIServer(t *testing.T, n *node.Node, image, gitVersion string) {
 		}
 		return fmt.Errorf("the mirror pod is not Ready: %v", pod.Status.Conditions)
 	})
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func readFile(t *testing.T, path string) []byte {

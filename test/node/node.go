@@ -10,7 +10,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,6 +42,10 @@ const (
 	hostVeth    = "portcullis0"
 	// PodSubnet is the bridge plugin's range (the node's pods).
 	PodSubnet = "10.244.0.0/24"
+	// CgroupRoot is the kubelet's cgroupRoot (nodeinit makes it, and removes it after).
+	CgroupRoot = "/portcullis-node"
+	// nodeLock is nodeinit's Lock.
+	nodeLock = "/run/portcullis-node-host/lock"
 
 	// DirEnv names the directory the node lives in (make test-node: _output/node), its
 	// runtime under runtime/bin; ImageEnv our kube-apiserver's OCI image (make node-image).
@@ -52,15 +55,6 @@ const (
 	// AdminConf is kubeadm's admin kubeconfig, as the node sees it.
 	AdminConf = "/etc/kubernetes/admin.conf"
 )
-
-// kernelSettings are the host-wide settings the kubelet writes (it sets the values its
-// container manager wants unless protectKernelDefaults): saved before the node starts and
-// put back after.
-var kernelSettings = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
-
-// cgroupParents are the cgroups the kubelet (kubepods) and containerd (k8s.io) make in each
-// hierarchy: removed, deepest first, when the node stops.
-var cgroupParents = []string{"kubepods", "k8s.io"}
 
 // Node is a running node.
 type Node struct {
@@ -76,10 +70,10 @@ type Node struct {
 	// PauseImage is the sandbox image (kubeadm's), which every node has.
 	PauseImage string
 
-	root    string // DirEnv
-	cmd     *exec.Cmd
-	created []string // mount points made on the host
-	signals chan os.Signal
+	root     string // DirEnv
+	cmd      *exec.Cmd
+	lockFile *os.File
+	signals  chan os.Signal
 	// stopping serializes stop: the test's cleanup and an interrupt.
 	stopping sync.Mutex
 }
@@ -96,10 +90,14 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 		t.Fatalf("$%s is not set: run make test-node", DirEnv)
 	}
 	n := &Node{root: root, Dir: filepath.Join(root, "run"), Bins: framework.FindBinaries(t)}
-	clearStale(t, root)
-	if err := saveKernelSettings(root); err != nil {
+	n.checkPaths(t)
+	n.lock(t)
+	// A node a killed run left, and what it left on the host, go first.
+	n.hostCommand(t, "-clean", "-veth", hostVeth)
+	if err := os.RemoveAll(n.Dir); err != nil {
 		t.Fatal(err)
 	}
+	n.hostCommand(t, append([]string{"-prepare"}, nodePaths...)...)
 	n.stopOnSignal()
 	t.Cleanup(func() { n.Stop(t) })
 	if err := os.MkdirAll(filepath.Join(n.Dir, "logs"), 0o755); err != nil {
@@ -116,31 +114,6 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 	})
 	n.importImages(t, images)
 	return n
-}
-
-// clearStale ends a node a killed run left: its init (and so every process of it), its
-// device, cgroups and kernel settings.
-func clearStale(t *testing.T, root string) {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 2 && filepath.Base(args[0]) == "nodeinit" && args[1] == "-dir" && strings.HasPrefix(args[2], root+"/") {
-			t.Logf("a node of an earlier run is still up (nodeinit, PID %d): stopping it", pid)
-			killAndWait(pid)
-		}
-	}
-	for _, err := range removeHostState(root) {
-		t.Error(err)
-	}
-	if err := os.RemoveAll(filepath.Join(root, "run")); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Stop ends the node and removes what it left on the host. A failed test keeps the node's
@@ -165,23 +138,26 @@ func (n *Node) Stop(t *testing.T) {
 	}
 }
 
-// stop kills the node and removes what it left on the host, once.
+// stop kills the node and removes what it left on the host (nodeinit -clean), once; then
+// releases the machine's node lock.
 func (n *Node) stop() []error {
 	n.stopping.Lock()
 	defer n.stopping.Unlock()
-	if n.PID != 0 {
-		killAndWait(n.PID)
-		n.PID = 0
+	if n.lockFile == nil {
+		return nil
+	}
+	var errs []error
+	out, err := exec.Command(filepath.Join(n.Bins.Dir, "nodeinit"), "-clean", "-veth", hostVeth).CombinedOutput()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("nodeinit -clean: %v\n%s", err, out))
 	}
 	if n.cmd != nil {
 		_ = n.cmd.Wait()
 		n.cmd = nil
 	}
-	errs := removeHostState(n.root)
-	for i := len(n.created) - 1; i >= 0; i-- {
-		_ = os.Remove(n.created[i]) // empty mount points only
-	}
-	n.created = nil
+	n.PID = 0
+	n.lockFile.Close() // releases the lock
+	n.lockFile = nil
 	return errs
 }
 
@@ -195,119 +171,16 @@ func (n *Node) stopOnSignal() {
 		if !ok {
 			return
 		}
-		fmt.Fprintf(os.Stderr, "test/node: %v: stopping the node\n", s)
-		for _, err := range n.stop() {
+		// go test, which reads the output, may be gone (it dies of SIGTERM at once): a write
+		// to its pipe must not kill this process before the node is stopped.
+		signal.Ignore(syscall.SIGPIPE)
+		errs := n.stop()
+		fmt.Fprintf(os.Stderr, "test/node: %v: the node is stopped\n", s)
+		for _, err := range errs {
 			fmt.Fprintf(os.Stderr, "test/node: %v\n", err)
 		}
 		os.Exit(1)
 	}()
-}
-
-// killAndWait kills pid (a node's init: the kernel then kills its PID namespace) and waits
-// until it is gone.
-func killAndWait(pid int) {
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for range 600 {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(stat), ") Z ") {
-			return // a zombie: its parent (unshare) reaps it
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// removeHostState removes what a node leaves outside its namespaces: the host's end of its
-// veth, the cgroups, and the kernel settings (put back as saved).
-func removeHostState(root string) []error {
-	var errs []error
-	if err := exec.Command("ip", "link", "show", hostVeth).Run(); err == nil {
-		if out, err := exec.Command("ip", "link", "del", hostVeth).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("ip link del %s: %v\n%s", hostVeth, err, out))
-		}
-	}
-	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
-	hierarchies = append(hierarchies, "/sys/fs/cgroup")
-	for _, h := range hierarchies {
-		for _, parent := range cgroupParents {
-			if err := removeCgroup(filepath.Join(h, parent)); err != nil {
-				errs = append(errs, fmt.Errorf("removing the cgroup %s: %w", filepath.Join(h, parent), err))
-			}
-		}
-	}
-	if err := restoreKernelSettings(root); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
-}
-
-// removeCgroup removes a cgroup and its children, deepest first, retrying while the
-// processes of the killed node are still leaving it.
-func removeCgroup(dir string) error {
-	if _, err := os.Stat(dir); err != nil {
-		return nil
-	}
-	var last error
-	for range 100 {
-		var dirs []string
-		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, path)
-			}
-			return nil
-		})
-		last = nil
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
-				last = err
-			}
-		}
-		if last == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return last
-}
-
-func kernelSettingsFile(root string) string { return filepath.Join(root, "kernel-settings.saved") }
-
-// saveKernelSettings records the kernel's settings before a node starts, unless a node that
-// did not stop cleanly recorded them already (those are the machine's own).
-func saveKernelSettings(root string) error {
-	file := kernelSettingsFile(root)
-	if _, err := os.Stat(file); err == nil {
-		return nil
-	}
-	var b strings.Builder
-	for _, s := range kernelSettings {
-		v, err := os.ReadFile(filepath.Join("/proc/sys", s))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s=%s\n", s, strings.TrimSpace(string(v)))
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(file, []byte(b.String()), 0o644)
-}
-
-func restoreKernelSettings(root string) error {
-	data, err := os.ReadFile(kernelSettingsFile(root))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		setting, value, _ := strings.Cut(line, "=")
-		if err := os.WriteFile(filepath.Join("/proc/sys", setting), []byte(value), 0o644); err != nil {
-			return fmt.Errorf("putting back %s=%s: %w", setting, value, err)
-		}
-	}
-	return os.Remove(kernelSettingsFile(root))
 }
 
 // layOut writes the node's files: bin/ (the runtime, the kubelet, kubeadm, kubectl, crictl,
@@ -344,14 +217,7 @@ func (n *Node) layOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(n.Dir, "etc-cni", "net.d", "10-portcullis-node.conflist"), cniNetwork)
-	for _, path := range nodePaths {
-		created, err := mountPoint(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.created = append(n.created, created...)
-	}
+	WriteFile(t, filepath.Join(n.Dir, "etc-cni", "net.d", "10-portcullis-node.conflist"), cniNetwork)
 	// The operator's working directory: our binary as ./kube-apiserver, and the deploy kit.
 	n.Work = filepath.Join(n.Dir, "work")
 	if err := os.MkdirAll(n.Work, 0o755); err != nil {
@@ -370,23 +236,56 @@ func (n *Node) layOut(t *testing.T) {
 
 // nodePaths are the host paths the node has of its own: nodeinit bind-mounts over each, in
 // the node only, the directory of Dir named after it ("/" replaced by "-").
+// Besides kubeadm's, the kubelet's and containerd's own, the CNI plugins' (/var/lib/cni: the
+// addresses host-local hands out), containerd's opt plugin's and the kubelet's volume
+// plugins' (/usr/libexec/kubernetes).
 var nodePaths = []string{
-	"/etc/kubernetes", "/etc/containerd", "/etc/cni", "/opt/cni",
-	"/var/lib/kubelet", "/var/lib/etcd", "/var/lib/containerd",
-	"/var/log/pods", "/var/log/containers", "/root",
+	"/etc/kubernetes", "/etc/containerd", "/etc/cni", "/opt/cni", "/opt/containerd",
+	"/var/lib/kubelet", "/var/lib/etcd", "/var/lib/containerd", "/var/lib/cni",
+	"/var/log/pods", "/var/log/containers", "/usr/libexec/kubernetes", "/root",
 }
 
-// mountPoint creates path's missing directories on the host and returns those it created,
-// top first.
-func mountPoint(path string) ([]string, error) {
-	var missing []string
-	for p := path; p != "/"; p = filepath.Dir(p) {
-		if _, err := os.Lstat(p); err == nil {
-			break
+// checkPaths fails when the node would hide the suite's own files: its directory, binaries or
+// repository under a node path (a clone in /root).
+func (n *Node) checkPaths(t *testing.T) {
+	t.Helper()
+	for _, dir := range []string{n.root, n.Bins.Dir, docs.RepoRoot(t)} {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		missing = append([]string{p}, missing...)
+		for _, path := range nodePaths {
+			if abs == path || strings.HasPrefix(abs, path+"/") {
+				t.Fatalf("%s is under %s, which the node mounts a directory of its own over: the node would not see it. Clone the repository elsewhere (not under %s)", abs, path, strings.Join(nodePaths, ", "))
+			}
+		}
 	}
-	return missing, os.MkdirAll(path, 0o755)
+}
+
+// lock takes the machine's node lock (one node per machine: the veth, the cgroup root and the
+// kernel settings are the machine's), held until stop.
+func (n *Node) lock(t *testing.T) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(nodeLock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(nodeLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		t.Fatalf("another node runs on this machine (%s is locked: %v): one node at a time", nodeLock, err)
+	}
+	n.lockFile = f
+}
+
+// hostCommand runs nodeinit's -prepare or -clean.
+func (n *Node) hostCommand(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(filepath.Join(n.Bins.Dir, "nodeinit"), args...).CombinedOutput(); err != nil {
+		t.Fatalf("nodeinit %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 // cniNetwork is the node's pod network: a bridge with host-local addresses, and portmap.
@@ -545,7 +444,7 @@ func (n *Node) kubeadmImages(t *testing.T, kubernetesVersion string) []string {
 		case "kube-proxy", "coredns":
 		case "pause":
 			n.PauseImage = ref
-			writeFile(t, filepath.Join(n.Dir, "etc-containerd", "config.toml"), containerdConfig(ref))
+			WriteFile(t, filepath.Join(n.Dir, "etc-containerd", "config.toml"), containerdConfig(ref))
 			fallthrough
 		default:
 			refs = append(refs, ref)
@@ -613,7 +512,8 @@ func (n *Node) ImportOurs(t *testing.T, ref string) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+// WriteFile writes a file of the node (its parent directories made).
+func WriteFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

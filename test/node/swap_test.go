@@ -57,12 +57,17 @@ func TestKubeadmNode(t *testing.T) {
 
 	// 3. Install the patch and the admission configuration.
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmInstall)
+	for installed, shipped := range map[string]string{"patches/kube-apiserver.yaml": docs.StaticPodPatch, "portcullis/admission-config.yaml": docs.AdmissionConfig} {
+		if !bytes.Equal(readFile(t, filepath.Join(etc, installed)), readFile(t, filepath.Join(repo, shipped))) {
+			t.Errorf("/etc/kubernetes/%s is not %s", installed, shipped)
+		}
+	}
 
 	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it (the edit).
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
 	clusterFile := filepath.Join(root, "kubeadm-cluster.yaml")
 	fragment := readFile(t, filepath.Join(repo, docs.KubeadmFragment))
-	writeFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, readFile(t, clusterFile), fragment)))
+	node.WriteFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, readFile(t, clusterFile), fragment)))
 
 	// 5. Render and preflight against the running manifest.
 	out, _ = n.RunBlock(t, docs.Operating, docs.KeyKubeadmRender)
@@ -78,10 +83,16 @@ func TestKubeadmNode(t *testing.T) {
 			t.Errorf("the render's --enable-admission-plugins=%s lacks %s", rendered["enable-admission-plugins"], name)
 		}
 	}
+	if got := rendered["admission-control-config-file"]; got != "/etc/kubernetes/portcullis/admission-config.yaml" {
+		t.Errorf("the render's --admission-control-config-file=%q", got)
+	}
 	// Upload, and the manifest in place: the kubelet replaces the static pod.
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmUpload)
 	if uploaded := clusterConfiguration(t, n); !strings.Contains(uploaded, "SecurityContextDeny") || !strings.Contains(uploaded, "/etc/kubernetes/portcullis") {
 		t.Errorf("the uploaded ClusterConfiguration lacks the kit's settings:\n%s", uploaded)
+	}
+	if !bytes.Equal(readFile(t, running), readFile(t, filepath.Join(root, "portcullis-render", "kube-apiserver.yaml"))) {
+		t.Fatalf("/etc/kubernetes/manifests/kube-apiserver.yaml is not the render")
 	}
 	if got := manifestImage(t, n); got != patchImage {
 		t.Fatalf("after the swap the manifest runs %s, want %s", got, patchImage)
@@ -118,13 +129,8 @@ func TestKubeadmNode(t *testing.T) {
 	// step 5's first block without its last command, then the check and install of the
 	// render.
 	n.RunBlock(t, docs.Operating, docs.KeyRollbackKubeadm)
-	writeFile(t, clusterFile, string(docs.RemovePlugins(t, readFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
-	render := docs.Block(t, docs.Operating, docs.KeyKubeadmRender)
-	last := strings.LastIndex(render, "./kube-apiserver preflight")
-	if last < 0 {
-		t.Fatalf("step 5's first block has no preflight command last:\n%s", render)
-	}
-	n.Run(t, render[:last])
+	node.WriteFile(t, clusterFile, string(docs.RemovePlugins(t, readFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
+	n.Run(t, docs.RenderWithoutPreflight(t))
 	out, _ = n.RunBlock(t, docs.Operating, docs.KeyRollbackRender)
 	if !strings.Contains(out, "image: "+stockImage) {
 		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
@@ -209,6 +215,11 @@ func waitForPods(t *testing.T, n *node.Node, selector string, check func(corev1.
 			}
 			if p.Status.Phase != corev1.PodRunning {
 				return fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+			}
+			if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			}) {
+				return fmt.Errorf("pod %s is not Ready", p.Name)
 			}
 			if err := check(p); err != nil {
 				return err

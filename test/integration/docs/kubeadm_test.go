@@ -1,14 +1,161 @@
 package docs_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/portcullis-k8s/portcullis/test/docs"
 )
+
+// renderedManifest is step 5's render, under /root.
+const renderedManifest = "portcullis-render/kube-apiserver.yaml"
+
+// TestOperatingKubeadm follows docs/operating.md's "2a. A kubeadm node" on a node kubeadm
+// laid out, with our server standing in for the kubelet's static pod (the real node,
+// test/node.TestKubeadmNode, is the proof of record: make test-node), running each block as
+// written; it keeps in make test what the real node does not run: a rollback after the
+// cluster was upgraded renders stock at the upgraded version. The blocks: the README's preflight of the running manifest,
+// then steps 1, 3 and 4 (the ConfigMap read; the edit is the operator's, done here in Go as
+// the step describes), 5 (render and preflight, upload) and the check after it.
+func TestOperatingKubeadm(t *testing.T) {
+	n := kubeadmNode(t)
+	repo := docs.RepoRoot(t)
+	running := filepath.Join(n.etc, "manifests", "kube-apiserver.yaml")
+	stock := readFile(t, running)
+
+	// The README's preflight of the node as it runs.
+	out, _ := n.run(t, "README.md", docs.KeyReadmePreflight)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the running manifest:\n%s", out)
+	}
+
+	// 1. Back up the manifest.
+	n.run(t, docs.Operating, docs.KeyKubeadmBackup)
+	if got := readFile(t, filepath.Join(n.root, "kube-apiserver.yaml.stock")); !bytes.Equal(got, stock) {
+		t.Errorf("/root/kube-apiserver.yaml.stock is not the running manifest")
+	}
+
+	// 3. Install the patch and the admission configuration.
+	n.run(t, docs.Operating, docs.KeyKubeadmInstall)
+	for installed, shipped := range map[string]string{"patches/kube-apiserver.yaml": docs.StaticPodPatch, "portcullis/admission-config.yaml": docs.AdmissionConfig} {
+		if !bytes.Equal(readFile(t, filepath.Join(n.etc, installed)), readFile(t, filepath.Join(repo, shipped))) {
+			t.Errorf("/etc/kubernetes/%s is not %s", installed, shipped)
+		}
+	}
+
+	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it.
+	n.run(t, docs.Operating, docs.KeyKubeadmGetConfig)
+	clusterFile := filepath.Join(n.root, "kubeadm-cluster.yaml")
+	cluster := readFile(t, clusterFile)
+	if !bytes.Contains(cluster, []byte("kind: ClusterConfiguration")) {
+		t.Fatalf("/root/kubeadm-cluster.yaml holds no ClusterConfiguration:\n%s", cluster)
+	}
+	fragment := readFile(t, filepath.Join(repo, docs.KubeadmFragment))
+	writeFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, cluster, fragment)))
+
+	// 5. Render this node's manifest and preflight it against the running one (the block
+	// runs under errexit: preflight's exit code 0 is required).
+	out, _ = n.run(t, docs.Operating, docs.KeyKubeadmRender)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the rendered manifest:\n%s", out)
+	}
+	rendered := readPod(t, filepath.Join(n.root, renderedManifest))
+	c := apiServerContainer(t, rendered)
+	if want := docs.PatchImage(t); c.Image != want {
+		t.Errorf("the rendered manifest runs %s, want the patch's %s", c.Image, want)
+	}
+	want, _ := flagValue(apiServerContainer(t, readPod(t, filepath.Join(n.root, "kube-apiserver.yaml.stock"))).Command, "advertise-address")
+	if got, _ := flagValue(c.Command, "advertise-address"); got != want {
+		t.Errorf("the rendered manifest advertises %q, the running one %q", got, want)
+	}
+	enabled, _ := flagValue(c.Command, "enable-admission-plugins")
+	for _, name := range docs.FragmentPlugins(t, fragment) {
+		if !slices.Contains(strings.Split(enabled, ","), name) {
+			t.Errorf("the rendered manifest's --enable-admission-plugins=%s lacks %s", enabled, name)
+		}
+	}
+	if got, _ := flagValue(c.Command, "admission-control-config-file"); got != "/etc/kubernetes/portcullis/admission-config.yaml" {
+		t.Errorf("the rendered manifest's --admission-control-config-file=%q", got)
+	}
+
+	// 5. Upload the merged configuration and put the manifest in place.
+	n.run(t, docs.Operating, docs.KeyKubeadmUpload)
+	cm, err := n.server.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploaded := cm.Data["ClusterConfiguration"]
+	for _, want := range append(docs.FragmentPlugins(t, fragment), "admission-control-config-file", "/etc/kubernetes/portcullis") {
+		if !strings.Contains(uploaded, want) {
+			t.Errorf("the uploaded ClusterConfiguration lacks %q:\n%s", want, uploaded)
+		}
+	}
+	if !bytes.Equal(readFile(t, running), readFile(t, filepath.Join(n.root, renderedManifest))) {
+		t.Errorf("/etc/kubernetes/manifests/kube-apiserver.yaml is not the rendered manifest")
+	}
+
+	// Then the check.
+	out, _ = n.run(t, docs.Operating, docs.KeyKubeadmCheck)
+	if !strings.Contains(out, "ok") || !strings.Contains(out, "Server Version: "+version(t)) {
+		t.Errorf("the check printed:\n%s", out)
+	}
+
+	// Since the swap the cluster was upgraded to the next patch (kubeadm upgrade apply writes
+	// the ClusterConfiguration's kubernetesVersion): a rollback must render stock at that
+	// version, never put back the manifest saved at install, which would downgrade.
+	upgradedTo := nextPatch(t, kubernetesVersion(t))
+	cm.Data["ClusterConfiguration"] = strings.Replace(cm.Data["ClusterConfiguration"], "kubernetesVersion: "+kubernetesVersion(t), "kubernetesVersion: "+upgradedTo, 1)
+	if !strings.Contains(cm.Data["ClusterConfiguration"], "kubernetesVersion: "+upgradedTo) {
+		t.Fatalf("the uploaded ClusterConfiguration names no kubernetesVersion %s:\n%s", kubernetesVersion(t), cm.Data["ClusterConfiguration"])
+	}
+	if cm, err = n.server.Client.CoreV1().ConfigMaps("kube-system").Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// 4. Rolling back: our patch out, our names out of the ClusterConfiguration (the edit),
+	// step 5's first block without its last command (the preflight against the running
+	// manifest), then the check and install of the render.
+	n.run(t, docs.Operating, docs.KeyRollbackKubeadm)
+	writeFile(t, clusterFile, string(docs.RemovePlugins(t, readFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
+	docs.Run(t, docs.RenderWithoutPreflight(t), n.opts)
+	out, _ = n.run(t, docs.Operating, docs.KeyRollbackRender)
+	stockImage := "registry.k8s.io/kube-apiserver:" + upgradedTo
+	if saved := apiServerContainer(t, readPod(t, filepath.Join(n.root, "kube-apiserver.yaml.stock"))).Image; saved == stockImage {
+		t.Fatalf("the manifest saved at install runs %s already: the rollback could not be told from restoring it", saved)
+	}
+	if !strings.Contains(out, "image: "+stockImage) {
+		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
+	}
+	if c := apiServerContainer(t, readPod(t, running)); c.Image != stockImage {
+		t.Errorf("after the rollback the manifest runs %s, want %s", c.Image, stockImage)
+	}
+	cm, err = n.server.Client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(cm.Data["ClusterConfiguration"], "SecurityContextDeny") {
+		t.Errorf("after the rollback the ClusterConfiguration still enables our plugins:\n%s", cm.Data["ClusterConfiguration"])
+	}
+}
+
+// nextPatch is the Kubernetes patch release after v (v1.M.P).
+func nextPatch(t *testing.T, v string) string {
+	t.Helper()
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(v, "v%d.%d.%d", &major, &minor, &patch); err != nil {
+		t.Fatalf("%q is not a version v1.M.P: %v", v, err)
+	}
+	return fmt.Sprintf("v%d.%d.%d", major, minor, patch+1)
+}
 
 // TestKubeadmRefusesPatchesBesideConfig holds the real kubeadm to what docs/operating.md
 // says of an earlier form of step 5: `--patches` beside `--config` is refused, which is why

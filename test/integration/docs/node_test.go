@@ -7,8 +7,12 @@ package docs_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +159,123 @@ func (n *node) writeAdminConf(t *testing.T) {
 func (n *node) run(t *testing.T, file, key string) (stdout, stderr string) {
 	t.Helper()
 	return docs.Run(t, docs.Block(t, file, key), n.opts)
+}
+
+// kubeadmNode lays out what kubeadm init leaves on a control-plane node, with the real
+// kubeadm, from an InitConfiguration that, as most do, leaves the advertise address to
+// kubeadm (the default route's): the PKI in /etc/kubernetes/pki, admin.conf and
+// super-admin.conf, the kube-apiserver static pod manifest, the ClusterConfiguration in the
+// kubeadm-config ConfigMap, and the kubelet's mirror pod of the manifest. Our kube-apiserver
+// serves with the node's PKI, and the node's address and port 6443 (where kubeadm's commands
+// reach the node's own server) forward to it. A listening socket stands in for containerd's,
+// which kubeadm looks for to pick the CRI.
+func kubeadmNode(t *testing.T) *node {
+	t.Helper()
+	containerd := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(containerd, "containerd.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	n := newNode(t, map[string]string{"/run/containerd": containerd})
+
+	fixtures := t.TempDir()
+	initConfig := filepath.Join(fixtures, "kubeadm-init.yaml")
+	// certSANs: the test's own client reaches the server on 127.0.0.1.
+	writeFile(t, initConfig, `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+nodeRegistration:
+  name: `+nodeName+`
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: `+kubernetesVersion(t)+`
+apiServer:
+  certSANs: [127.0.0.1]
+`)
+	render := filepath.Join(fixtures, "render")
+	docs.Run(t, `
+kubeadm init phase certs all --config `+initConfig+`
+kubeadm init phase kubeconfig admin --config `+initConfig+`
+kubeadm init phase kubeconfig super-admin --config `+initConfig+`
+install -d -m 0700 `+render+`
+KUBEADM_INIT_DRYRUN_DIR=`+render+` kubeadm init phase control-plane apiserver --config `+initConfig+` --dry-run
+install -D -m 0600 `+render+`/kube-apiserver.yaml /etc/kubernetes/manifests/kube-apiserver.yaml
+`, n.opts)
+
+	// The server, with the node's PKI; the test's client is a system:masters one of its CA.
+	pkiDir := filepath.Join(n.etc, "pki")
+	ca, err := pki.LoadOrCreateCA(pkiDir, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := t.TempDir()
+	admin, err := ca.ClientCert(own, "test-admin", "test-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.startServer(t, &controlplane.PKI{
+		CA:                pki.Pair{CertFile: ca.CertFile, KeyFile: ca.KeyFile},
+		Serving:           pki.Pair{CertFile: filepath.Join(pkiDir, "apiserver.crt"), KeyFile: filepath.Join(pkiDir, "apiserver.key")},
+		Admin:             admin,
+		ControllerManager: admin,
+		ServiceAccountKey: filepath.Join(pkiDir, "sa.key"),
+		ServiceAccountPub: filepath.Join(pkiDir, "sa.pub"),
+	})
+	pod := readPod(t, filepath.Join(n.etc, "manifests", "kube-apiserver.yaml"))
+	address, ok := flagValue(apiServerContainer(t, pod).Command, "advertise-address")
+	if !ok {
+		t.Fatal("kubeadm's manifest has no --advertise-address")
+	}
+	forward(t, net.JoinHostPort(address, "6443"), fmt.Sprintf("127.0.0.1:%d", n.server.Port))
+
+	docs.Run(t, "kubeadm init phase upload-config kubeadm --config "+initConfig+"\n", n.opts)
+
+	// The kubelet's mirror pod of the static pod: the manifest's pod, named after the node,
+	// bound to it, with the kubelet's annotations.
+	pod.Name += "-" + nodeName
+	pod.Spec.NodeName = nodeName
+	sum := sha256.Sum256(readFile(t, filepath.Join(n.etc, "manifests", "kube-apiserver.yaml")))
+	hash := hex.EncodeToString(sum[:16])
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations["kubernetes.io/config.mirror"] = hash
+	pod.Annotations["kubernetes.io/config.hash"] = hash
+	pod.Annotations["kubernetes.io/config.source"] = "file"
+	if _, err := n.server.Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), &pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the mirror pod: %v", err)
+	}
+	return n
+}
+
+// forward accepts connections on from (the node's address and kube-apiserver port) and
+// forwards each to to, until the test ends.
+func forward(t *testing.T, from, to string) {
+	t.Helper()
+	l, err := net.Listen("tcp", from)
+	if err != nil {
+		t.Fatalf("kubeadm's commands reach the node's kube-apiserver on its address and port 6443, where the test listens: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.Dial("tcp", to)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in); out.Close() }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
 }
 
 func readPod(t *testing.T, path string) corev1.Pod {

@@ -47,13 +47,35 @@ func main() {
 	}
 	dir := flag.String("dir", "", "the node's directory: one directory per node path, logs/ and bin/")
 	hostname := flag.String("hostname", "", "the node's host name")
+	prepareHost := flag.Bool("prepare", false, "record, on the host, what a node is about to change (the kernel's settings, the mount points PATH... need, created), then exit")
+	cleanHost := flag.Bool("clean", false, "end every node of the machine and remove what nodes left on the host, then exit (hold "+Lock+")")
+	veth := flag.String("veth", DefaultVeth, "with -clean: the host's end of the nodes' veth pair")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: nodeinit -dir DIR -hostname NAME PATH... (each PATH is bind-mounted from DIR's directory named after it)")
+		fmt.Fprintln(os.Stderr, "usage: nodeinit -dir DIR -hostname NAME PATH...  (PID 1 of a node: each PATH bind-mounted from DIR's directory named after it)")
+		fmt.Fprintln(os.Stderr, "       nodeinit -prepare PATH...")
+		fmt.Fprintln(os.Stderr, "       nodeinit -clean [-veth NAME]")
+		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*dir, *hostname, flag.Args()); err != nil {
-		fmt.Fprintf(os.Stderr, "nodeinit: %v\n", err)
-		os.Exit(1)
+	switch {
+	case *prepareHost:
+		if err := prepare(flag.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "nodeinit -prepare: %v\n", err)
+			os.Exit(1)
+		}
+	case *cleanHost:
+		errs := clean(*veth)
+		for _, err := range errs {
+			fmt.Fprintf(os.Stderr, "nodeinit -clean: %v\n", err)
+		}
+		if len(errs) > 0 {
+			os.Exit(1)
+		}
+	default:
+		if err := run(*dir, *hostname, flag.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "nodeinit: %v\n", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -86,6 +108,15 @@ func run(dir, hostname string, nodePaths []string) error {
 			return fmt.Errorf("bind %s on %s: %w", src, path, err)
 		}
 	}
+	// The kubelet's cgroupRoot, in every hierarchy (the kubelet requires it to exist).
+	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, h := range append(hierarchies, "/sys/fs/cgroup") {
+		if info, err := os.Stat(filepath.Join(h, "cgroup.procs")); err == nil && !info.IsDir() {
+			if err := os.MkdirAll(filepath.Join(h, CgroupRoot), 0o755); err != nil {
+				return err
+			}
+		}
+	}
 	if err := syscall.Mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"); err != nil {
 		return fmt.Errorf("tmpfs on /run: %w", err)
 	}
@@ -112,8 +143,9 @@ func run(dir, hostname string, nodePaths []string) error {
 
 // kubeletUnit is kubeadm's drop-in for the kubelet unit, as a shell command: systemd reads
 // the EnvironmentFile= lines (each optional), then runs ExecStart, splitting each unquoted
-// $VARIABLE on white space.
+// $VARIABLE on white space (and, as systemd, expanding no pattern in it: set -f).
 const kubeletUnit = `
+set -f
 KUBELET_KUBECONFIG_ARGS="--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
 KUBELET_CONFIG_ARGS="--config=/var/lib/kubelet/config.yaml"
 set -a
@@ -336,6 +368,10 @@ var knownVerbs = []string{"daemon-reload", "start", "restart", "stop", "enable",
 // (--no-pager, --quiet, ...) are dropped; kubeadm passes none that change an answer.
 func systemctl(args []string) int {
 	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "-") })
+	if len(args) == 0 {
+		fmt.Fprintf(os.Stderr, "systemctl (portcullis-node): a verb is required (%s)\n", strings.Join(knownVerbs, ", "))
+		return 1
+	}
 	conn, err := net.Dial("unix", controlSocket)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "systemctl (portcullis-node): %v\n", err)
