@@ -108,7 +108,7 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 	n.startInit(t)
 	n.startNetwork(t)
 	n.Run(t, "systemctl start containerd")
-	n.waitFor(t, "containerd's socket", 2*time.Minute, func() error {
+	n.WaitFor(t, "containerd's socket", 2*time.Minute, func() error {
 		_, _, err := n.Exec(t, "test -S /run/containerd/containerd.sock && ctr version >/dev/null 2>&1")
 		return err
 	})
@@ -336,7 +336,7 @@ func (n *Node) startInit(t *testing.T) {
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("unshare: %v", err)
 	}
-	n.waitFor(t, "the node's init", time.Minute, func() error {
+	n.WaitFor(t, "the node's init", time.Minute, func() error {
 		children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", n.cmd.Process.Pid, n.cmd.Process.Pid))
 		if err != nil {
 			return err
@@ -410,11 +410,6 @@ func (n *Node) Client(t *testing.T) *kubernetes.Clientset {
 // WaitFor polls cond every second until it returns nil, failing the test after timeout with
 // its last error.
 func (n *Node) WaitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
-	t.Helper()
-	n.waitFor(t, what, timeout, cond)
-}
-
-func (n *Node) waitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
