@@ -193,6 +193,11 @@ kube-scheduler: ## build kube-scheduler from upstream's own module graph (for th
 	@mkdir -p $(BIN_DIR)
 	$(UPSTREAM_GO) build $(BUILD_PGO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN_DIR)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
 
+.PHONY: agnhost
+agnhost: ## build upstream's e2e test image program, agnhost, from upstream's module graph (a webhook served by a pod on the real node, test/node)
+	@mkdir -p $(BIN_DIR)
+	$(UPSTREAM_GO) build $(BUILD_PGO) -o $(BIN_DIR)/agnhost k8s.io/kubernetes/test/images/agnhost
+
 .PHONY: kubelet
 kubelet: ## build the kubelet from upstream's own module graph (for the real node, test/node)
 	@mkdir -p $(BIN_DIR)
@@ -385,8 +390,9 @@ NODE_DIR     := $(abspath $(OUT_ROOT)/node)
 NODE_TIMEOUT ?= 30m
 NODE_IMAGE    = $(NODE_DIR)/kube-apiserver-$(KUBE_MINOR).oci.tar
 # NODE_RUN picks the node's tests (go test -run): .ci/run runs the install, the swap and the
-# rollback (TestKubeadmNode).
+# rollback (TestKubeadmNode), which run no agnhost pod, so it sets NODE_AGNHOST empty.
 NODE_RUN     ?=
+NODE_AGNHOST ?= agnhost
 # The machine's node lock (test/node/nodeinit): after go test, whatever its end (a timeout
 # skips the test's cleanups), nodeinit -clean removes what a node left on the host.
 NODE_LOCK    := /run/portcullis-node-host/lock
@@ -405,7 +411,7 @@ node-image: build ## our kube-apiserver's OCI image, as the release builds it (b
 
 .PHONY: build-node-binaries
 build-node-binaries: BUILD_PGO = $(PGO_FLAG)
-build-node-binaries: build-test-binaries kubelet kube-scheduler node-runtime node-image
+build-node-binaries: build-test-binaries kubelet kube-scheduler $(NODE_AGNHOST) node-runtime node-image
 	$(GO) build -o $(BIN_DIR)/nodeinit ./test/node/nodeinit
 	$(GO) build -o $(BIN_DIR)/pause ./test/node/pause
 

@@ -364,11 +364,11 @@ portcullis::upstream_godebug() {
 
 # portcullis::upstream_tools prints the packages of upstream's that the builds and tests run
 # as stock, each built from releases/<minor>/upstream (the kubelet and kube-scheduler for the
-# real node, test/node).
+# real node, test/node; agnhost, upstream's e2e test image program, for its pods).
 portcullis::upstream_tools() {
   printf '%s\n' k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl \
-    k8s.io/kubernetes/cmd/kubelet
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/test/images/agnhost
 }
 
 # portcullis::kubeadm_etcd_version v1.N.P prints the etcd version kubeadm of that release deploys

@@ -52,6 +52,7 @@ const (
 	KeyKubeadmRender    = "cat > /root/kubeadm-node.yaml <<EOF"
 	KeyKubeadmUpload    = "^kubeadm init phase upload-config kubeadm --config /root/kubeadm-node.yaml"
 	KeyKubeadmCheck     = "kubectl version"
+	KeyKubeadmRestart   = "crictl stop $(crictl ps -q --name kube-apiserver)"
 	KeySystemdInstall   = "install -D -m 0755 linux/amd64/kube-apiserver /usr/local/lib/portcullis/"
 	KeySystemdBackup    = "install -d -m 0700 /root/portcullis-backup"
 	KeySystemdPreflight = "--running-unit /root/portcullis-backup/kube-apiserver.service"
@@ -105,6 +106,7 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: KeyKubeadmRender, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyKubeadmUpload, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyKubeadmCheck, Test: operatingKubeadmTest},
+	{File: "docs/operating.md", Key: KeyKubeadmRestart, Test: "test/node.TestKubeadmNodePlugins"},
 	{File: "docs/operating.md", Key: KeySystemdInstall, Test: runnerPackage + ".TestOperatingSystemdInstall"},
 	{File: "docs/operating.md", Key: KeySystemdBackup, Test: runnerPackage + ".TestOperatingSystemd"},
 	{File: "docs/operating.md", Key: KeySystemdPreflight, Test: runnerPackage + ".TestOperatingSystemd"},

@@ -152,22 +152,66 @@ func TestEntriesNameTheirTests(t *testing.T) {
 			continue
 		}
 		if sources[dir] == nil {
-			sources[dir] = testFunctions(t, filepath.Join(root, dir))
+			sources[dir] = packageFunctions(t, filepath.Join(root, dir))
 		}
-		src, ok := sources[dir][name]
-		if !ok {
+		if _, ok := sources[dir][name]; !ok || !strings.HasPrefix(name, "Test") {
 			t.Errorf("%s: the block with %q names %s, which is no test function of %s's _test.go files", e.File, e.Key, e.Test, dir)
 			continue
 		}
-		name, ok = constants[e.Key]
+		key, ok := constants[e.Key]
 		if !ok {
 			t.Errorf("%s: the key %q of a tested block is no exported constant of test/docs: declare one, and use it in %s", e.File, e.Key, e.Test)
 			continue
 		}
-		if !passesKey(src, name) {
-			t.Errorf("%s: %s does not pass docs.%s, the key of the block it is listed as running, to a call (docs.Block or a helper that runs the block)", e.File, e.Test, name)
+		if !runsKey(sources[dir], name, key) {
+			t.Errorf("%s: %s does not pass docs.%s, the key of the block it is listed as running, to a call (docs.Block or a helper that runs the block), itself or through a function of its package it calls", e.File, e.Test, key)
 		}
 	}
+}
+
+// runsKey reports whether the function start of funcs (a package's functions and methods by
+// name) passes docs.<key> to a call, itself or through the package's functions it calls.
+func runsKey(funcs map[string]string, start, key string) bool {
+	seen := map[string]bool{}
+	next := []string{start}
+	for len(next) > 0 {
+		name := next[0]
+		next = next[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		src, ok := funcs[name]
+		if !ok {
+			continue
+		}
+		if passesKey(src, key) {
+			return true
+		}
+		next = append(next, calledNames(src)...)
+	}
+	return false
+}
+
+// calledNames are the names of the functions and methods the function in src calls.
+func calledNames(src string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+src, 0)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			switch fun := call.Fun.(type) {
+			case *ast.Ident:
+				names = append(names, fun.Name)
+			case *ast.SelectorExpr:
+				names = append(names, fun.Sel.Name)
+			}
+		}
+		return true
+	})
+	return names
 }
 
 // passesKey reports whether the function in src passes docs.<name> as an argument of a call:
@@ -230,8 +274,9 @@ func keyConstants(t *testing.T, root string) map[string]string {
 	return out
 }
 
-// testFunctions returns the source of each Test function of dir's _test.go files.
-func testFunctions(t *testing.T, dir string) map[string]string {
+// packageFunctions returns the source of each function and method of dir's _test.go files, by
+// name (a method's and a function's of one name: the first).
+func packageFunctions(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 	if err != nil {
@@ -250,10 +295,12 @@ func testFunctions(t *testing.T, dir string) map[string]string {
 		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") {
+			if !ok {
 				continue
 			}
-			out[fn.Name.Name] = string(data[fset.Position(fn.Pos()).Offset:fset.Position(fn.End()).Offset])
+			if _, dup := out[fn.Name.Name]; !dup {
+				out[fn.Name.Name] = string(data[fset.Position(fn.Pos()).Offset:fset.Position(fn.End()).Offset])
+			}
 		}
 	}
 	return out
@@ -272,6 +319,25 @@ func TestPassesKey(t *testing.T) {
 	} {
 		if got := passesKey(tc.src, "KeyA"); got != tc.want {
 			t.Errorf("passesKey(%q) = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}
+
+func TestRunsKey(t *testing.T) {
+	funcs := map[string]string{
+		"TestDirect":  "func TestDirect(t *testing.T) { n.RunBlock(t, f, docs.KeyA) }",
+		"TestHelper":  "func TestHelper(t *testing.T) { s := swap(t); s.restart(t) }",
+		"swap":        "func swap(t *testing.T) swapped { return swapped{} }",
+		"restart":     "func (s swapped) restart(t *testing.T) { run(t) }",
+		"run":         "func run(t *testing.T) { n.RunBlock(t, f, docs.KeyA) }",
+		"TestNone":    "func TestNone(t *testing.T) { swap(t) }",
+		"TestLoop":    "func TestLoop(t *testing.T) { loop(t) }",
+		"loop":        "func loop(t *testing.T) { loop(t) }",
+		"TestComment": "func TestComment(t *testing.T) {\n\t// run(t) runs docs.KeyA\n}",
+	}
+	for name, want := range map[string]bool{"TestDirect": true, "TestHelper": true, "TestNone": false, "TestLoop": false, "TestComment": false} {
+		if got := runsKey(funcs, name, "KeyA"); got != want {
+			t.Errorf("runsKey(%s) = %v, want %v", name, got, want)
 		}
 	}
 }

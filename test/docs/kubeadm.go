@@ -71,20 +71,47 @@ func MergeClusterConfiguration(t testing.TB, cluster, fragment []byte) []byte {
 // ClusterConfiguration's enable-admission-plugins (kubeadm's own NodeRestriction stays).
 func RemovePlugins(t testing.TB, cluster []byte, ours []string) []byte {
 	t.Helper()
+	return editPlugins(t, cluster, func(names []string) []string {
+		return slices.DeleteFunc(names, func(name string) bool { return name != "NodeRestriction" && slices.Contains(ours, name) })
+	})
+}
+
+// AddPlugins adds names to the --enable-admission-plugins of a ClusterConfiguration that
+// sets it (the kit's merged one): the edit of docs/operating.md's "3. Enabling plugins of
+// ours" on a kubeadm node.
+func AddPlugins(t testing.TB, cluster []byte, names ...string) []byte {
+	t.Helper()
+	return editPlugins(t, cluster, func(enabled []string) []string {
+		for _, name := range names {
+			if !slices.Contains(enabled, name) {
+				enabled = append(enabled, name)
+			}
+		}
+		return enabled
+	})
+}
+
+// editPlugins rewrites the value of a ClusterConfiguration's enable-admission-plugins
+// extraArgs entry with edit; a configuration without one is a test's mistake.
+func editPlugins(t testing.TB, cluster []byte, edit func([]string) []string) []byte {
+	t.Helper()
 	var c map[string]any
 	if err := yaml.Unmarshal(cluster, &c); err != nil {
 		t.Fatal(err)
 	}
 	apiServer, _ := c["apiServer"].(map[string]any)
 	args, _ := apiServer["extraArgs"].([]any)
+	found := false
 	for _, a := range args {
 		arg := a.(map[string]any)
 		if arg["name"] != "enable-admission-plugins" {
 			continue
 		}
-		names := strings.Split(arg["value"].(string), ",")
-		names = slices.DeleteFunc(names, func(name string) bool { return name != "NodeRestriction" && slices.Contains(ours, name) })
-		arg["value"] = strings.Join(names, ",")
+		arg["value"] = strings.Join(edit(strings.Split(arg["value"].(string), ",")), ",")
+		found = true
+	}
+	if !found {
+		t.Fatalf("the ClusterConfiguration sets no enable-admission-plugins:\n%s", cluster)
 	}
 	out, err := yaml.Marshal(c)
 	if err != nil {

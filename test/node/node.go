@@ -25,6 +25,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	imageutils "k8s.io/kubernetes/test/utils/image"
 
 	"github.com/portcullis-k8s/portcullis/test/docs"
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
@@ -465,7 +466,6 @@ func (n *Node) importImages(t *testing.T, refs []string) {
 		"etcd":                    n.Bins.Etcd,
 		"pause":                   filepath.Join(n.Bins.Dir, "pause"),
 	}
-	dir := filepath.Join(n.Dir, "images")
 	for _, ref := range refs {
 		name := imageName(ref)
 		binary, ok := binaries[name]
@@ -477,18 +477,44 @@ func (n *Node) importImages(t *testing.T, refs []string) {
 			img.Files[0].Path = "/pause"
 			img.Entrypoint = []string{"/pause"}
 		}
-		archive := filepath.Join(dir, name+".oci.tar")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := image.Write(img, archive); err != nil {
-			t.Fatal(err)
-		}
-		n.Run(t, "ctr -n k8s.io images import --local "+archive+" >/dev/null")
-		if err := os.Remove(archive); err != nil {
-			t.Fatal(err)
-		}
+		n.importImage(t, img)
 	}
+}
+
+// importImage writes img as an OCI archive and imports it into containerd's k8s.io
+// namespace.
+func (n *Node) importImage(t *testing.T, img image.Image) {
+	t.Helper()
+	dir := filepath.Join(n.Dir, "images")
+	archive := filepath.Join(dir, imageName(img.Ref)+".oci.tar")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := image.Write(img, archive); err != nil {
+		t.Fatal(err)
+	}
+	n.Run(t, "ctr -n k8s.io images import --local "+archive+" >/dev/null")
+	if err := os.Remove(archive); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ImportAgnhost imports upstream's e2e test image, agnhost, built from the binary make agnhost
+// wrote, under the name upstream's e2e suites give it (k8s.io/kubernetes/test/utils/image),
+// with its image's entrypoint; it returns that name.
+func (n *Node) ImportAgnhost(t *testing.T) string {
+	t.Helper()
+	ref := imageutils.GetE2EImage(imageutils.Agnhost)
+	binary := filepath.Join(n.Bins.Dir, "agnhost")
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("agnhost's binary: %v (make test-node builds it, unless NODE_AGNHOST is empty)", err)
+	}
+	n.importImage(t, image.Image{
+		Ref:        ref,
+		Files:      []image.File{{Path: "/agnhost", Source: binary, Mode: 0o755}},
+		Entrypoint: []string{"/agnhost"},
+	})
+	return ref
 }
 
 // ImportOurs imports our kube-apiserver's image (the release's, make node-image) as ref, as

@@ -28,14 +28,80 @@ func TestKubeadmNode(t *testing.T) {
 	kubeadmInit(t, n, kubernetesVersion)
 	stockImage := "registry.k8s.io/kube-apiserver:" + kubernetesVersion
 	waitForAPIServer(t, n, stockImage, kubernetesVersion)
+	// An ordinary workload, created before the swap: a Deployment whose pods the
+	// ReplicaSet controller creates.
+	n.Run(t, workload("web", n.PauseImage, false))
+	waitForPods(t, n, "default", "app=web", func(p corev1.Pod) error { return nil })
+	s := swapToOurs(t, n, ours)
+
+	// Our plugins on real pods: a PodPreset reaches the Deployment's next pods, which the
+	// ReplicaSet controller creates (its service account's rights, not an admin's), and
+	// they run.
+	n.Run(t, podPreset)
+	n.Run(t, "kubectl rollout restart deployment/web && kubectl rollout status deployment/web --timeout=3m")
+	waitForPods(t, n, "default", "app=web", func(p corev1.Pod) error {
+		if !slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "PRESET" }) {
+			return fmt.Errorf("pod %s has no PRESET from the PodPreset", p.Name)
+		}
+		if p.Annotations["podpreset.admission.kubernetes.io/podpreset-web"] == "" {
+			return fmt.Errorf("pod %s has no podpreset annotation: %v", p.Name, p.Annotations)
+		}
+		return nil
+	})
+	// SecurityContextDeny runs in Warn with the kit's configuration: the pod it would refuse
+	// is admitted, with a warning.
+	_, stderr := n.Run(t, runAsUserPod(n.PauseImage))
+	if !strings.Contains(stderr, "SecurityContextDeny") {
+		t.Errorf("creating a pod with runAsUser gave no SecurityContextDeny warning:\n%s", stderr)
+	}
+
+	// 4. Rolling back: our patch out, our names out of the ClusterConfiguration (the edit),
+	// step 5's first block without its last command, then the check and install of the
+	// render.
+	n.RunBlock(t, docs.Operating, docs.KeyRollbackKubeadm)
+	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, readFile(t, s.clusterFile), docs.FragmentPlugins(t, s.fragment))))
+	n.Run(t, docs.RenderWithoutPreflight(t))
+	out, _ := n.RunBlock(t, docs.Operating, docs.KeyRollbackRender)
+	if !strings.Contains(out, "image: "+stockImage) {
+		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
+	}
+	waitForAPIServer(t, n, stockImage, kubernetesVersion)
+	if uploaded := clusterConfiguration(t, n); strings.Contains(uploaded, "SecurityContextDeny") {
+		t.Errorf("after the rollback the ClusterConfiguration still enables our plugins:\n%s", uploaded)
+	}
+	out, _ = n.Run(t, docs.Block(t, docs.Operating, docs.KeyKubeadmCheck))
+	if !strings.Contains(out, "Server Version: "+kubernetesVersion+"\n") {
+		t.Errorf("after the rollback the check printed:\n%s", out)
+	}
+	// Stock applies no PodPreset: the Deployment's next pods run without it.
+	n.Run(t, "kubectl rollout restart deployment/web && kubectl rollout status deployment/web --timeout=3m")
+	waitForPods(t, n, "default", "app=web", func(p corev1.Pod) error {
+		if slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "PRESET" }) {
+			return fmt.Errorf("pod %s got the PodPreset from stock", p.Name)
+		}
+		return nil
+	})
+}
+
+// swapped is a node after docs/operating.md's "2a. A kubeadm node": our kube-apiserver runs
+// from the manifest kubeadm rendered with the kit.
+type swapped struct {
+	ours, patchImage string
+	// clusterFile is the guide's /root/kubeadm-cluster.yaml (the merged ClusterConfiguration,
+	// uploaded), as the host sees it; fragment the kit's kubeadm-config.yaml.
+	clusterFile string
+	fragment    []byte
+}
+
+// swapToOurs follows "2a. A kubeadm node" on a node kubeadm installed stock on, each block as
+// written, checking what each step leaves: the README's preflight of the running manifest,
+// the backup, our image, the kit installed, the merged ClusterConfiguration rendered,
+// preflighted, uploaded and in place, and the check.
+func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
+	t.Helper()
 	repo := docs.RepoRoot(t)
 	etc, root := filepath.Join(n.Dir, "etc-kubernetes"), filepath.Join(n.Dir, "root")
 	running := filepath.Join(etc, "manifests", "kube-apiserver.yaml")
-
-	// An ordinary workload, created before the swap: a Deployment whose pods the
-	// ReplicaSet controller creates.
-	n.Run(t, workload(n.PauseImage))
-	waitForPods(t, n, "app=web", func(p corev1.Pod) error { return nil })
 
 	// The README's preflight of the node as it runs.
 	out, _ := n.RunBlock(t, "README.md", docs.KeyReadmePreflight)
@@ -104,76 +170,34 @@ func TestKubeadmNode(t *testing.T) {
 		t.Errorf("the check printed:\n%s", out)
 	}
 
-	// Our plugins on real pods: a PodPreset reaches the Deployment's next pods, which the
-	// ReplicaSet controller creates (its service account's rights, not an admin's), and
-	// they run.
-	n.Run(t, podPreset)
-	n.Run(t, "kubectl rollout restart deployment/web && kubectl rollout status deployment/web --timeout=3m")
-	waitForPods(t, n, "app=web", func(p corev1.Pod) error {
-		if !slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "PRESET" }) {
-			return fmt.Errorf("pod %s has no PRESET from the PodPreset", p.Name)
-		}
-		if p.Annotations["podpreset.admission.kubernetes.io/podpreset-web"] == "" {
-			return fmt.Errorf("pod %s has no podpreset annotation: %v", p.Name, p.Annotations)
-		}
-		return nil
-	})
-	// SecurityContextDeny runs in Warn with the kit's configuration: the pod it would refuse
-	// is admitted, with a warning.
-	_, stderr := n.Run(t, runAsUserPod(n.PauseImage))
-	if !strings.Contains(stderr, "SecurityContextDeny") {
-		t.Errorf("creating a pod with runAsUser gave no SecurityContextDeny warning:\n%s", stderr)
-	}
-
-	// 4. Rolling back: our patch out, our names out of the ClusterConfiguration (the edit),
-	// step 5's first block without its last command, then the check and install of the
-	// render.
-	n.RunBlock(t, docs.Operating, docs.KeyRollbackKubeadm)
-	node.WriteFile(t, clusterFile, string(docs.RemovePlugins(t, readFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
-	n.Run(t, docs.RenderWithoutPreflight(t))
-	out, _ = n.RunBlock(t, docs.Operating, docs.KeyRollbackRender)
-	if !strings.Contains(out, "image: "+stockImage) {
-		t.Errorf("the rollback's render does not run %s:\n%s", stockImage, out)
-	}
-	waitForAPIServer(t, n, stockImage, kubernetesVersion)
-	if uploaded := clusterConfiguration(t, n); strings.Contains(uploaded, "SecurityContextDeny") {
-		t.Errorf("after the rollback the ClusterConfiguration still enables our plugins:\n%s", uploaded)
-	}
-	out, _ = n.Run(t, docs.Block(t, docs.Operating, docs.KeyKubeadmCheck))
-	if !strings.Contains(out, "Server Version: "+kubernetesVersion+"\n") {
-		t.Errorf("after the rollback the check printed:\n%s", out)
-	}
-	// Stock applies no PodPreset: the Deployment's next pods run without it.
-	n.Run(t, "kubectl rollout restart deployment/web && kubectl rollout status deployment/web --timeout=3m")
-	waitForPods(t, n, "app=web", func(p corev1.Pod) error {
-		if slices.ContainsFunc(p.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "PRESET" }) {
-			return fmt.Errorf("pod %s got the PodPreset from stock", p.Name)
-		}
-		return nil
-	})
+	return swapped{ours: ours, patchImage: patchImage, clusterFile: clusterFile, fragment: fragment}
 }
 
-// workload is a Deployment of the pause image (the one workload image every node has).
-func workload(pause string) string {
+// workload is a Deployment of one pause container (the one workload image every node has),
+// its pods labelled app=name, privileged or not.
+func workload(name, pause string, privileged bool) string {
+	securityContext := ""
+	if privileged {
+		securityContext = "\n        securityContext: {privileged: true}"
+	}
 	return `kubectl apply -f - <<'EOF'
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: web
+  name: ` + name + `
   namespace: default
 spec:
   replicas: 1
   selector:
-    matchLabels: {app: web}
+    matchLabels: {app: ` + name + `}
   template:
     metadata:
-      labels: {app: web}
+      labels: {app: ` + name + `}
     spec:
       containers:
-      - name: web
-        image: ` + pause + `
+      - name: ` + name + `
+        image: ` + pause + securityContext + `
 EOF
-kubectl rollout status deployment/web --timeout=3m
 `
 }
 
@@ -197,12 +221,12 @@ func runAsUserPod(pause string) string {
 `
 }
 
-// waitForPods waits until every pod of selector in default is Running and Ready, none is
+// waitForPods waits until every pod of selector in namespace is Running and Ready, none is
 // terminating, and each passes check.
-func waitForPods(t *testing.T, n *node.Node, selector string, check func(corev1.Pod) error) {
+func waitForPods(t *testing.T, n *node.Node, namespace, selector string, check func(corev1.Pod) error) {
 	t.Helper()
-	n.WaitFor(t, "the pods "+selector, 3*time.Minute, func() error {
-		pods, err := n.Client(t).CoreV1().Pods("default").List(node.Context(t), metav1.ListOptions{LabelSelector: selector})
+	n.WaitFor(t, "the pods "+selector+" in "+namespace, 3*time.Minute, func() error {
+		pods, err := n.Client(t).CoreV1().Pods(namespace).List(node.Context(t), metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return err
 		}

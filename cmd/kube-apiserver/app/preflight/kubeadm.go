@@ -265,14 +265,21 @@ func (r *PreflightReport) compareFlags(kind, runningPath string, running []strin
 			for _, p := range wasSet {
 				switch {
 				case slices.Contains(nowSet, p):
-				case r.rollback && portcullisadmission.IsOurs(p):
+				// Taking a plugin of ours out of the flags turns it off, safely: a rollback,
+				// or one plugin turned off (docs/operating.md, 3). The cluster's own are
+				// dropped only by a render from another configuration than the node's.
+				case portcullisadmission.IsOurs(p):
 					dropped = append(dropped, p)
 				default:
 					r.problem("--enable-admission-plugins drops %s, which the running %s %s enables", p, kind, runningPath)
 				}
 			}
-			if len(dropped) > 0 {
+			switch {
+			case len(dropped) == 0:
+			case r.rollback:
 				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins drops Portcullis's %s (a rollback)", strings.Join(dropped, ", ")))
+			default:
+				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins drops Portcullis's %s: turned off, what it refused is admitted and what it set is no longer set (docs/operating.md, 3)", strings.Join(dropped, ", ")))
 			}
 			var added []string
 			for _, p := range nowSet {

@@ -128,6 +128,7 @@ func TestCheckAgainstRunning(t *testing.T) {
 	running := []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"}
 	tests := []struct {
 		name         string
+		running      []string // the running manifest's, when not running
 		rendered     []string
 		rollback     bool
 		wantProblems []string
@@ -137,6 +138,10 @@ func TestCheckAgainstRunning(t *testing.T) {
 			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"},
 			rollback: true},
 		{name: "unchanged", rendered: running},
+		{name: "one of our plugins turned off",
+			running:  []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,PodPreset,PodSecurityPolicy"},
+			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,PodPreset"},
+			wantNote: "--enable-admission-plugins drops Portcullis's PodSecurityPolicy: turned off"},
 		{name: "our plugins added, a flag added at its default",
 			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,SecurityContextDeny,PodPreset", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2", "--profiling=true"},
 			wantNote: "--enable-admission-plugins adds Portcullis's SecurityContextDeny, PodPreset"},
@@ -158,7 +163,11 @@ func TestCheckAgainstRunning(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &PreflightReport{Args: tc.rendered, rollback: tc.rollback}
-			r.checkAgainstRunning("m.yaml", running)
+			was := running
+			if tc.running != nil {
+				was = tc.running
+			}
+			r.checkAgainstRunning("m.yaml", was)
 			for _, want := range tc.wantProblems {
 				if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, want) }) {
 					t.Errorf("no problem says %q; problems: %q", want, r.Problems)
