@@ -52,7 +52,7 @@ const (
 	KeyKubeadmRender    = "cat > /root/kubeadm-node.yaml <<EOF"
 	KeyKubeadmUpload    = "^kubeadm init phase upload-config kubeadm --config /root/kubeadm-node.yaml"
 	KeyKubeadmCheck     = "kubectl version"
-	KeyKubeadmRestart   = "crictl stop $(crictl ps -q --name kube-apiserver)"
+	KeyKubeadmRestart   = "crictl stop --timeout 30 $(crictl ps -q --name kube-apiserver)"
 	KeySystemdInstall   = "install -D -m 0755 linux/amd64/kube-apiserver /usr/local/lib/portcullis/"
 	KeySystemdBackup    = "install -d -m 0700 /root/portcullis-backup"
 	KeySystemdPreflight = "--running-unit /root/portcullis-backup/kube-apiserver.service"

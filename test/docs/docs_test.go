@@ -193,7 +193,8 @@ func runsKey(funcs map[string]string, start, key string) bool {
 	return false
 }
 
-// calledNames are the names of the functions and methods the function in src calls.
+// calledNames are the names of the unexported functions and methods the function in src
+// calls (a test's helpers; an exported name is another package's, or a type's API).
 func calledNames(src string) []string {
 	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+src, 0)
 	if err != nil {
@@ -202,11 +203,15 @@ func calledNames(src string) []string {
 	var names []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		if call, ok := n.(*ast.CallExpr); ok {
+			var name *ast.Ident
 			switch fun := call.Fun.(type) {
 			case *ast.Ident:
-				names = append(names, fun.Name)
+				name = fun
 			case *ast.SelectorExpr:
-				names = append(names, fun.Sel.Name)
+				name = fun.Sel
+			}
+			if name != nil && !name.IsExported() {
+				names = append(names, name.Name)
 			}
 		}
 		return true
@@ -275,7 +280,7 @@ func keyConstants(t *testing.T, root string) map[string]string {
 }
 
 // packageFunctions returns the source of each function and method of dir's _test.go files, by
-// name (a method's and a function's of one name: the first).
+// name (the functions and methods of one name together).
 func packageFunctions(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
@@ -298,9 +303,7 @@ func packageFunctions(t *testing.T, dir string) map[string]string {
 			if !ok {
 				continue
 			}
-			if _, dup := out[fn.Name.Name]; !dup {
-				out[fn.Name.Name] = string(data[fset.Position(fn.Pos()).Offset:fset.Position(fn.End()).Offset])
-			}
+			out[fn.Name.Name] += string(data[fset.Position(fn.Pos()).Offset:fset.Position(fn.End()).Offset]) + "\n"
 		}
 	}
 	return out
@@ -334,8 +337,10 @@ func TestRunsKey(t *testing.T) {
 		"TestLoop":    "func TestLoop(t *testing.T) { loop(t) }",
 		"loop":        "func loop(t *testing.T) { loop(t) }",
 		"TestComment": "func TestComment(t *testing.T) {\n\t// run(t) runs docs.KeyA\n}",
+		"TestOther":   "func TestOther(t *testing.T) { other.Run(t) }",
+		"Run":         "func Run(t *testing.T) { n.RunBlock(t, f, docs.KeyA) }",
 	}
-	for name, want := range map[string]bool{"TestDirect": true, "TestHelper": true, "TestNone": false, "TestLoop": false, "TestComment": false} {
+	for name, want := range map[string]bool{"TestDirect": true, "TestHelper": true, "TestNone": false, "TestLoop": false, "TestComment": false, "TestOther": false} {
 		if got := runsKey(funcs, name, "KeyA"); got != want {
 			t.Errorf("runsKey(%s) = %v, want %v", name, got, want)
 		}

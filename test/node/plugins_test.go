@@ -43,9 +43,10 @@ const (
 // controller's rights, not an admin's) and the control plane's mirror pods, a webhook served
 // by a pod (upstream's agnhost) changing the Deployment's pods beside PodPreset and refusing a
 // pod, called by upstream's dispatch and then by ours, and a plugin turned off again. Each
-// plugin is turned on as docs/operating.md's "3. Enabling plugins of ours" and its page say:
-// its API served from the admission config file's Portcullis entry, its name added to the
-// ClusterConfiguration's flags, rendered, preflighted and uploaded with the guide's blocks.
+// plugin is turned on as docs/operating.md's "3. Enabling plugins of ours" says: its API
+// served from the admission config file's Portcullis entry, its name added to the
+// ClusterConfiguration's flags, rendered, preflighted and uploaded with the guide's blocks
+// (PodSecurityPolicy straight to Deny, without its page's Warn+Audit trial).
 func TestKubeadmNodePlugins(t *testing.T) {
 	ours, kubernetesVersion := version(t)
 	n := node.Start(t, kubernetesVersion)
@@ -64,8 +65,15 @@ func TestKubeadmNodePlugins(t *testing.T) {
 
 	// Initializers: a configuration holds every new pod until its initializer acts. The pod
 	// is created, pending and gated (the scheduler leaves it alone); the configuration goes
-	// (no other pod is held), the initializer removes itself, and the pod runs.
+	// (no other pod is held), the initializer's controller, with the rights its page grants,
+	// removes it from the list, and the pod runs.
 	n.Run(t, holdConfiguration)
+	waitForAdmission(t, n, "the InitializerConfiguration applied", probePod(n, nil), func(p *corev1.Pod, err error) error {
+		if err != nil || p.Annotations[pendingAnnotation] != holdInitializer {
+			return fmt.Errorf("a new pod's %s: %v (%v)", pendingAnnotation, p.Annotations, err)
+		}
+		return nil
+	})
 	n.Run(t, "kubectl run held --image="+n.PauseImage+" --restart=Never --labels=app=held")
 	held := getPod(t, n, "default", "held")
 	if got := held.Annotations[pendingAnnotation]; got != holdInitializer {
@@ -74,11 +82,21 @@ func TestKubeadmNodePlugins(t *testing.T) {
 	if !slices.ContainsFunc(held.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == holdInitializer }) {
 		t.Errorf("the held pod has no scheduling gate %s: %v", holdInitializer, held.Spec.SchedulingGates)
 	}
+	n.WaitFor(t, "the scheduler leaving the held pod alone", time.Minute, func() error {
+		p := getPod(t, n, "default", "held")
+		if p.Spec.NodeName != "" {
+			t.Fatalf("the held pod was scheduled to %s while its initializer was pending", p.Spec.NodeName)
+		}
+		if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonSchedulingGated
+		}) {
+			return fmt.Errorf("the held pod's conditions: %v", p.Status.Conditions)
+		}
+		return nil
+	})
 	n.Run(t, "kubectl delete initializerconfiguration hold")
-	if got := getPod(t, n, "default", "held"); got.Spec.NodeName != "" {
-		t.Errorf("the held pod was scheduled to %s while its initializer was pending", got.Spec.NodeName)
-	}
-	n.Run(t, "kubectl annotate --overwrite pod held "+pendingAnnotation+"=")
+	n.Run(t, initializerController)
+	n.Run(t, "kubectl --as=system:serviceaccount:default:hold-initializer annotate --overwrite pod held "+pendingAnnotation+"=")
 	waitForPods(t, n, "default", "app=held", func(p corev1.Pod) error {
 		if len(p.Spec.SchedulingGates) != 0 || p.Annotations[pendingAnnotation] != "" || p.Labels["initializer.admission.portcullis.io/uninitialized"] != "" {
 			return fmt.Errorf("the released pod keeps %v, %v, %v", p.Spec.SchedulingGates, p.Annotations, p.Labels)
@@ -89,8 +107,9 @@ func TestKubeadmNodePlugins(t *testing.T) {
 	// PodSecurityPolicy: the kit's policies and grants (its page, step 2), what the plugin
 	// would do with the cluster's workloads (step 3), then the plugin on.
 	n.RunBlock(t, pspPage, docs.KeyPSPApply)
-	out, _ := n.RunBlock(t, pspPage, docs.KeyPSPPreflight)
-	t.Logf("preflight --podsecuritypolicy:\n%s", out)
+	if out, _ := n.RunBlock(t, pspPage, docs.KeyPSPPreflight); !strings.Contains(out, " 0 refused\n") {
+		t.Errorf("preflight --podsecuritypolicy would refuse some of the cluster's workloads:\n%s", out)
+	}
 	s.enable(t, n, "PodSecurityPolicy")
 	// The restarted server's mirror pod came back (the nodes use privileged); the
 	// Deployment's next pods are admitted under baseline, which every service account may
@@ -129,7 +148,9 @@ func TestKubeadmNodePlugins(t *testing.T) {
 
 	// A plugin turned off: PodSecurityPolicy out of the flags, and the pod it refused is
 	// admitted, as by stock.
-	s.disable(t, n, "PodSecurityPolicy")
+	if out := s.disable(t, n, "PodSecurityPolicy"); !strings.Contains(out, "drops Portcullis's PodSecurityPolicy") {
+		t.Errorf("preflight of the render without PodSecurityPolicy does not name it:\n%s", out)
+	}
 	n.Run(t, "kubectl rollout restart deployment/privileged && kubectl rollout status deployment/privileged --timeout=3m")
 	waitForPods(t, n, "default", "app=privileged", func(p corev1.Pod) error {
 		if _, ok := p.Annotations[pspAnnotation]; ok {
@@ -137,6 +158,8 @@ func TestKubeadmNodePlugins(t *testing.T) {
 		}
 		return nil
 	})
+	// Its policies stay served (servedAPIs) and in etcd.
+	n.Run(t, "kubectl get podsecuritypolicy privileged baseline restricted")
 }
 
 // replicaFailure checks that a ReplicaSet of selector in default reports that it could not
@@ -173,27 +196,47 @@ initializers:
 EOF
 `
 
-// enable adds names to the ClusterConfiguration's --enable-admission-plugins and puts the
-// render in place, with docs/operating.md's blocks (step 5 of "2a. A kubeadm node").
-func (s swapped) enable(t *testing.T, n *node.Node, names ...string) {
+// initializerController is the hold initializer's controller's identity: a service account
+// with docs/plugins/initializers.md's ClusterRole.
+const initializerController = `kubectl create serviceaccount hold-initializer
+kubectl apply -f - <<'EOF'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: hold-initializer
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, update, patch, initialize]
+EOF
+kubectl create clusterrolebinding hold-initializer --clusterrole=hold-initializer --serviceaccount=default:hold-initializer
+`
+
+// enable reads the ClusterConfiguration again, adds names to its --enable-admission-plugins
+// and puts the render in place, with docs/operating.md's blocks (steps 4 and 5 of "2a. A
+// kubeadm node"); it returns the render's preflight.
+func (s swapped) enable(t *testing.T, n *node.Node, names ...string) string {
 	t.Helper()
+	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
 	node.WriteFile(t, s.clusterFile, string(docs.AddPlugins(t, readFile(t, s.clusterFile), names...)))
-	s.render(t, n)
+	return s.render(t, n)
 }
 
-// disable takes names out of the ClusterConfiguration's --enable-admission-plugins and puts
-// the render in place.
-func (s swapped) disable(t *testing.T, n *node.Node, names ...string) {
+// disable is enable taking names out.
+func (s swapped) disable(t *testing.T, n *node.Node, names ...string) string {
 	t.Helper()
+	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
 	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, readFile(t, s.clusterFile), names)))
-	s.render(t, n)
+	return s.render(t, n)
 }
 
 // render renders the edited ClusterConfiguration, preflights it against the running
-// manifest, uploads it and puts it in place, then waits for the kubelet to run it.
-func (s swapped) render(t *testing.T, n *node.Node) {
+// manifest, uploads it and puts it in place, then waits for the kubelet to run it; it
+// returns the preflight's report.
+func (s swapped) render(t *testing.T, n *node.Node) string {
 	t.Helper()
-	if out, _ := n.RunBlock(t, docs.Operating, docs.KeyKubeadmRender); !strings.Contains(out, "No problems found") {
+	out, _ := n.RunBlock(t, docs.Operating, docs.KeyKubeadmRender)
+	if !strings.Contains(out, "No problems found") {
 		t.Fatalf("preflight of the render:\n%s", out)
 	}
 	previous := apiServerContainer(t, n)
@@ -203,6 +246,7 @@ func (s swapped) render(t *testing.T, n *node.Node) {
 	if uploaded := clusterConfiguration(t, n); !strings.Contains(uploaded, flags["enable-admission-plugins"]) {
 		t.Errorf("the uploaded ClusterConfiguration does not enable %s:\n%s", flags["enable-admission-plugins"], uploaded)
 	}
+	return out
 }
 
 // restartAPIServer restarts the running server's container, as docs/operating.md's "3.
@@ -366,6 +410,18 @@ webhooks:
 // when it does.
 func checkWebhooks(t *testing.T, n *node.Node, ours bool) {
 	t.Helper()
+	waitForAdmission(t, n, "the mutating webhook called", probePod(n, map[string]string{"app": "web"}), func(p *corev1.Pod, err error) error {
+		if err != nil || !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "webhook-added-sidecar" }) {
+			return fmt.Errorf("a new web pod's containers: %v (%v)", p.Spec.Containers, err)
+		}
+		return nil
+	})
+	waitForAdmission(t, n, "the validating webhook called", probePod(n, map[string]string{"webhook-e2e-test": "webhook-disallow"}), func(_ *corev1.Pod, err error) error {
+		if err == nil || !strings.Contains(err.Error(), "the pod contains unwanted label") {
+			return fmt.Errorf("a pod labelled webhook-e2e-test=webhook-disallow: %v", err)
+		}
+		return nil
+	})
 	restartWeb(t, n, func(p corev1.Pod) error {
 		if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "webhook-added-sidecar" }) {
 			return fmt.Errorf("pod %s has no sidecar from the webhook: %v", p.Name, p.Spec.Containers)
@@ -392,6 +448,28 @@ func checkWebhooks(t *testing.T, n *node.Node, ours bool) {
 			t.Errorf("/metrics has no %s...: the webhook was not called", upstream)
 		}
 	}
+}
+
+// probePod is a pod of the pause image in default, labelled labels, for a dry run.
+func probePod(n *node.Node, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: n.PauseImage}}},
+	}
+}
+
+// waitForAdmission waits until a server-side dry run of creating pod passes check: the
+// configurations the plugins apply (InitializerConfigurations, webhook configurations) reach
+// them through informers, a moment after they are written; a dry run stores nothing.
+func waitForAdmission(t *testing.T, n *node.Node, what string, pod *corev1.Pod, check func(*corev1.Pod, error) error) {
+	t.Helper()
+	n.WaitFor(t, what, time.Minute, func() error {
+		got, err := n.Client(t).CoreV1().Pods(pod.Namespace).Create(node.Context(t), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if got == nil {
+			got = &corev1.Pod{}
+		}
+		return check(got, err)
+	})
 }
 
 // restartWeb restarts the web Deployment and waits for its new pods, each passing check.

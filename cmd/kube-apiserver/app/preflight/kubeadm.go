@@ -266,8 +266,10 @@ func (r *PreflightReport) compareFlags(kind, runningPath string, running []strin
 				switch {
 				case slices.Contains(nowSet, p):
 				// Taking a plugin of ours out of the flags turns it off, safely: a rollback,
-				// or one plugin turned off (docs/operating.md, 3). The cluster's own are
-				// dropped only by a render from another configuration than the node's.
+				// or one plugin turned off (docs/operating.md, 3), which is named in a
+				// warning (a render from a stale copy of the configuration drops one too).
+				// The cluster's own are dropped only by a render from another
+				// configuration than the node's.
 				case portcullisadmission.IsOurs(p):
 					dropped = append(dropped, p)
 				default:
@@ -279,7 +281,7 @@ func (r *PreflightReport) compareFlags(kind, runningPath string, running []strin
 			case r.rollback:
 				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins drops Portcullis's %s (a rollback)", strings.Join(dropped, ", ")))
 			default:
-				r.Notes = append(r.Notes, fmt.Sprintf("--enable-admission-plugins drops Portcullis's %s: turned off, what it refused is admitted and what it set is no longer set (docs/operating.md, 3)", strings.Join(dropped, ", ")))
+				r.Warnings = append(r.Warnings, fmt.Sprintf("--enable-admission-plugins drops Portcullis's %s, which the running %s %s enables: the new %s turns it off (new requests are no longer refused or changed by it; what it set on stored objects stays). If that is not meant, the new %s was made from an old copy of the configuration (docs/operating.md, 3)", strings.Join(dropped, ", "), kind, runningPath, kind, kind))
 			}
 			var added []string
 			for _, p := range nowSet {

@@ -133,6 +133,7 @@ func TestCheckAgainstRunning(t *testing.T) {
 		rollback     bool
 		wantProblems []string
 		wantNote     string
+		wantWarning  string
 	}{
 		{name: "a rollback drops our plugins",
 			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2"},
@@ -141,7 +142,7 @@ func TestCheckAgainstRunning(t *testing.T) {
 		{name: "one of our plugins turned off",
 			running:  []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,PodPreset,PodSecurityPolicy"},
 			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,PodPreset"},
-			wantNote: "--enable-admission-plugins drops Portcullis's PodSecurityPolicy: turned off"},
+			wantWarning: "--enable-admission-plugins drops Portcullis's PodSecurityPolicy, which the running manifest m.yaml enables: the new manifest turns it off"},
 		{name: "our plugins added, a flag added at its default",
 			rendered: []string{"--advertise-address=10.0.0.5", "--enable-admission-plugins=NodeRestriction,SecurityContextDeny,PodPreset", "--admission-control-config-file=/etc/kubernetes/cluster/admission.yaml", "--secure-port=6443", "--v=2", "--profiling=true"},
 			wantNote: "--enable-admission-plugins adds Portcullis's SecurityContextDeny, PodPreset"},
@@ -178,6 +179,9 @@ func TestCheckAgainstRunning(t *testing.T) {
 			}
 			if tc.wantNote != "" && !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, tc.wantNote) }) {
 				t.Errorf("no note says %q; notes: %q", tc.wantNote, r.Notes)
+			}
+			if tc.wantWarning != "" && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {
+				t.Errorf("no warning says %q; warnings: %q", tc.wantWarning, r.Warnings)
 			}
 		})
 	}

@@ -80,8 +80,9 @@ When the flags name Portcullis's plugins, the program the unit runs must be this
 For a manifest rendered by kubeadm before it replaces the running one, --running-manifest
 names the running one: every flag it sets must keep its value (a changed --advertise-address
 or --admission-control-config-file is a problem); a flag may be added only at the server's
-default, our plugin names and admission config file apart (with --rollback, dropping our
-plugin names is expected and the image must be stock's); the rest of the pod (env, resources, probes, securityContext, volumes, labels and
+default, our plugin names and admission config file apart (a plugin of ours dropped is
+turned off, named in a warning; with --rollback, dropping our plugin names is expected and
+the image must be stock's); the rest of the pod (env, resources, probes, securityContext, volumes, labels and
 annotations) must not change, but for added read-only hostPath volumes. The manifest's image
 must be able to run its flags: this release's (of --kubernetes-version, when given) when the
 flags name Portcullis's plugins. --kubeadm-patches DIR checks that the kube-apiserver image the patches set is this
