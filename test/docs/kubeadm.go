@@ -148,7 +148,7 @@ func PatchImage(t testing.TB) string {
 			Containers []struct{ Name, Image string } `json:"containers"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(mustRead(t, filepath.Join(RepoRoot(t), StaticPodPatch)), &patch); err != nil {
+	if err := yaml.Unmarshal(ReadFile(t, filepath.Join(RepoRoot(t), StaticPodPatch)), &patch); err != nil {
 		t.Fatal(err)
 	}
 	if len(patch.Spec.Containers) != 1 || patch.Spec.Containers[0].Image == "" {
@@ -157,7 +157,8 @@ func PatchImage(t testing.TB) string {
 	return patch.Spec.Containers[0].Image
 }
 
-func mustRead(t testing.TB, path string) []byte {
+// ReadFile reads a file a test needs, failing the test when it cannot.
+func ReadFile(t testing.TB, path string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

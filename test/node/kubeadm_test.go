@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,20 +114,11 @@ func waitForAPIServer(t *testing.T, n *node.Node, image, gitVersion string) {
 	})
 }
 
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // version is the Portcullis version under test (VERSION), and the Kubernetes release it is
 // built on.
 func version(t *testing.T) (portcullis, kubernetes string) {
 	t.Helper()
-	v := strings.TrimSpace(string(readFile(t, filepath.Join(docs.RepoRoot(t), "VERSION"))))
+	v := strings.TrimSpace(string(docs.ReadFile(t, filepath.Join(docs.RepoRoot(t), "VERSION"))))
 	k, _, _ := strings.Cut(v, "+")
 	return v, k
 }
@@ -137,7 +127,7 @@ func version(t *testing.T) (portcullis, kubernetes string) {
 func manifestImage(t *testing.T, n *node.Node) string {
 	t.Helper()
 	var pod corev1.Pod
-	if err := yaml.Unmarshal(readFile(t, filepath.Join(n.Dir, "etc-kubernetes", "manifests", "kube-apiserver.yaml")), &pod); err != nil {
+	if err := yaml.Unmarshal(docs.ReadFile(t, filepath.Join(n.Dir, "etc-kubernetes", "manifests", "kube-apiserver.yaml")), &pod); err != nil {
 		t.Fatal(err)
 	}
 	return pod.Spec.Containers[0].Image
@@ -147,7 +137,7 @@ func manifestImage(t *testing.T, n *node.Node) string {
 func apiServerFlags(t *testing.T, manifest string) map[string]string {
 	t.Helper()
 	var pod corev1.Pod
-	if err := yaml.Unmarshal(readFile(t, manifest), &pod); err != nil {
+	if err := yaml.Unmarshal(docs.ReadFile(t, manifest), &pod); err != nil {
 		t.Fatal(err)
 	}
 	flags := map[string]string{}

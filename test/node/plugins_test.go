@@ -218,7 +218,7 @@ kubectl create clusterrolebinding hold-initializer --clusterrole=hold-initialize
 func (s swapped) enable(t *testing.T, n *node.Node, names ...string) string {
 	t.Helper()
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
-	node.WriteFile(t, s.clusterFile, string(docs.AddPlugins(t, readFile(t, s.clusterFile), names...)))
+	node.WriteFile(t, s.clusterFile, string(docs.AddPlugins(t, docs.ReadFile(t, s.clusterFile), names...)))
 	return s.render(t, n)
 }
 
@@ -226,7 +226,7 @@ func (s swapped) enable(t *testing.T, n *node.Node, names ...string) string {
 func (s swapped) disable(t *testing.T, n *node.Node, names ...string) string {
 	t.Helper()
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
-	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, readFile(t, s.clusterFile), names)))
+	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, docs.ReadFile(t, s.clusterFile), names)))
 	return s.render(t, n)
 }
 
@@ -274,7 +274,7 @@ func waitForRestart(t *testing.T, n *node.Node, s swapped, previous string) {
 	t.Helper()
 	manifest := filepath.Join(n.Dir, "etc-kubernetes", "manifests", "kube-apiserver.yaml")
 	var want corev1.Pod
-	if err := yaml.Unmarshal(readFile(t, manifest), &want); err != nil {
+	if err := yaml.Unmarshal(docs.ReadFile(t, manifest), &want); err != nil {
 		t.Fatal(err)
 	}
 	n.WaitFor(t, "kube-apiserver restarted", 5*time.Minute, func() error {
@@ -299,7 +299,7 @@ func editPortcullisEntry(t *testing.T, n *node.Node, edit func(map[string]any)) 
 	t.Helper()
 	file := filepath.Join(n.Dir, "etc-kubernetes", "portcullis", "admission-config.yaml")
 	var config map[string]any
-	if err := yaml.Unmarshal(readFile(t, file), &config); err != nil {
+	if err := yaml.Unmarshal(docs.ReadFile(t, file), &config); err != nil {
 		t.Fatal(err)
 	}
 	plugins, _ := config["plugins"].([]any)

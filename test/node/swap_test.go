@@ -59,7 +59,7 @@ func TestKubeadmNode(t *testing.T) {
 	// step 5's first block without its last command, then the check and install of the
 	// render.
 	n.RunBlock(t, docs.Operating, docs.KeyRollbackKubeadm)
-	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, readFile(t, s.clusterFile), docs.FragmentPlugins(t, s.fragment))))
+	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, docs.ReadFile(t, s.clusterFile), docs.FragmentPlugins(t, s.fragment))))
 	n.Run(t, docs.RenderWithoutPreflight(t))
 	out, _ := n.RunBlock(t, docs.Operating, docs.KeyRollbackRender)
 	if !strings.Contains(out, "image: "+stockImage) {
@@ -110,9 +110,9 @@ func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
 	}
 
 	// 1. Back up the manifest.
-	stock := readFile(t, running)
+	stock := docs.ReadFile(t, running)
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmBackup)
-	if !bytes.Equal(readFile(t, filepath.Join(root, "kube-apiserver.yaml.stock")), stock) {
+	if !bytes.Equal(docs.ReadFile(t, filepath.Join(root, "kube-apiserver.yaml.stock")), stock) {
 		t.Errorf("/root/kube-apiserver.yaml.stock is not the running manifest")
 	}
 
@@ -124,7 +124,7 @@ func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
 	// 3. Install the patch and the admission configuration.
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmInstall)
 	for installed, shipped := range map[string]string{"patches/kube-apiserver.yaml": docs.StaticPodPatch, "portcullis/admission-config.yaml": docs.AdmissionConfig} {
-		if !bytes.Equal(readFile(t, filepath.Join(etc, installed)), readFile(t, filepath.Join(repo, shipped))) {
+		if !bytes.Equal(docs.ReadFile(t, filepath.Join(etc, installed)), docs.ReadFile(t, filepath.Join(repo, shipped))) {
 			t.Errorf("/etc/kubernetes/%s is not %s", installed, shipped)
 		}
 	}
@@ -132,8 +132,8 @@ func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
 	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it (the edit).
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
 	clusterFile := filepath.Join(root, "kubeadm-cluster.yaml")
-	fragment := readFile(t, filepath.Join(repo, docs.KubeadmFragment))
-	node.WriteFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, readFile(t, clusterFile), fragment)))
+	fragment := docs.ReadFile(t, filepath.Join(repo, docs.KubeadmFragment))
+	node.WriteFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, docs.ReadFile(t, clusterFile), fragment)))
 
 	// 5. Render and preflight against the running manifest.
 	out, _ = n.RunBlock(t, docs.Operating, docs.KeyKubeadmRender)
@@ -157,7 +157,7 @@ func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
 	if uploaded := clusterConfiguration(t, n); !strings.Contains(uploaded, "SecurityContextDeny") || !strings.Contains(uploaded, "/etc/kubernetes/portcullis") {
 		t.Errorf("the uploaded ClusterConfiguration lacks the kit's settings:\n%s", uploaded)
 	}
-	if !bytes.Equal(readFile(t, running), readFile(t, filepath.Join(root, "portcullis-render", "kube-apiserver.yaml"))) {
+	if !bytes.Equal(docs.ReadFile(t, running), docs.ReadFile(t, filepath.Join(root, "portcullis-render", "kube-apiserver.yaml"))) {
 		t.Fatalf("/etc/kubernetes/manifests/kube-apiserver.yaml is not the render")
 	}
 	if got := manifestImage(t, n); got != patchImage {

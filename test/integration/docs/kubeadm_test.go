@@ -30,7 +30,7 @@ func TestOperatingKubeadm(t *testing.T) {
 	n := kubeadmNode(t)
 	repo := docs.RepoRoot(t)
 	running := filepath.Join(n.etc, "manifests", "kube-apiserver.yaml")
-	stock := readFile(t, running)
+	stock := docs.ReadFile(t, running)
 
 	// The README's preflight of the node as it runs.
 	out, _ := n.run(t, "README.md", docs.KeyReadmePreflight)
@@ -40,14 +40,14 @@ func TestOperatingKubeadm(t *testing.T) {
 
 	// 1. Back up the manifest.
 	n.run(t, docs.Operating, docs.KeyKubeadmBackup)
-	if got := readFile(t, filepath.Join(n.root, "kube-apiserver.yaml.stock")); !bytes.Equal(got, stock) {
+	if got := docs.ReadFile(t, filepath.Join(n.root, "kube-apiserver.yaml.stock")); !bytes.Equal(got, stock) {
 		t.Errorf("/root/kube-apiserver.yaml.stock is not the running manifest")
 	}
 
 	// 3. Install the patch and the admission configuration.
 	n.run(t, docs.Operating, docs.KeyKubeadmInstall)
 	for installed, shipped := range map[string]string{"patches/kube-apiserver.yaml": docs.StaticPodPatch, "portcullis/admission-config.yaml": docs.AdmissionConfig} {
-		if !bytes.Equal(readFile(t, filepath.Join(n.etc, installed)), readFile(t, filepath.Join(repo, shipped))) {
+		if !bytes.Equal(docs.ReadFile(t, filepath.Join(n.etc, installed)), docs.ReadFile(t, filepath.Join(repo, shipped))) {
 			t.Errorf("/etc/kubernetes/%s is not %s", installed, shipped)
 		}
 	}
@@ -55,11 +55,11 @@ func TestOperatingKubeadm(t *testing.T) {
 	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it.
 	n.run(t, docs.Operating, docs.KeyKubeadmGetConfig)
 	clusterFile := filepath.Join(n.root, "kubeadm-cluster.yaml")
-	cluster := readFile(t, clusterFile)
+	cluster := docs.ReadFile(t, clusterFile)
 	if !bytes.Contains(cluster, []byte("kind: ClusterConfiguration")) {
 		t.Fatalf("/root/kubeadm-cluster.yaml holds no ClusterConfiguration:\n%s", cluster)
 	}
-	fragment := readFile(t, filepath.Join(repo, docs.KubeadmFragment))
+	fragment := docs.ReadFile(t, filepath.Join(repo, docs.KubeadmFragment))
 	writeFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, cluster, fragment)))
 
 	// 5. Render this node's manifest and preflight it against the running one (the block
@@ -99,7 +99,7 @@ func TestOperatingKubeadm(t *testing.T) {
 			t.Errorf("the uploaded ClusterConfiguration lacks %q:\n%s", want, uploaded)
 		}
 	}
-	if !bytes.Equal(readFile(t, running), readFile(t, filepath.Join(n.root, renderedManifest))) {
+	if !bytes.Equal(docs.ReadFile(t, running), docs.ReadFile(t, filepath.Join(n.root, renderedManifest))) {
 		t.Errorf("/etc/kubernetes/manifests/kube-apiserver.yaml is not the rendered manifest")
 	}
 
@@ -125,7 +125,7 @@ func TestOperatingKubeadm(t *testing.T) {
 	// step 5's first block without its last command (the preflight against the running
 	// manifest), then the check and install of the render.
 	n.run(t, docs.Operating, docs.KeyRollbackKubeadm)
-	writeFile(t, clusterFile, string(docs.RemovePlugins(t, readFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
+	writeFile(t, clusterFile, string(docs.RemovePlugins(t, docs.ReadFile(t, clusterFile), docs.FragmentPlugins(t, fragment))))
 	docs.Run(t, docs.RenderWithoutPreflight(t), n.opts)
 	out, _ = n.run(t, docs.Operating, docs.KeyRollbackRender)
 	stockImage := "registry.k8s.io/kube-apiserver:" + upgradedTo
@@ -166,7 +166,7 @@ func TestKubeadmRefusesPatchesBesideConfig(t *testing.T) {
 	config := filepath.Join(dir, "kubeadm.yaml")
 	writeFile(t, config, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: "+kubernetesVersion(t)+"\n")
 	patches := filepath.Join(dir, "patches")
-	writeFile(t, filepath.Join(patches, "kube-apiserver.yaml"), string(readFile(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch))))
+	writeFile(t, filepath.Join(patches, "kube-apiserver.yaml"), string(docs.ReadFile(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch))))
 	render := filepath.Join(dir, "render")
 	_, stderr, err := docs.Exec(t, "KUBEADM_INIT_DRYRUN_DIR="+render+" kubeadm init phase control-plane apiserver --config "+config+" --patches "+patches+" --dry-run\n",
 		docs.Options{Mounts: map[string]string{"/etc/kubernetes": t.TempDir()}, Path: []string{tl.dir}, Dir: dir})
@@ -189,7 +189,7 @@ func TestOperatingUpgrade(t *testing.T) {
 	dir := operatorDir(t, tl)
 	etc := t.TempDir()
 	opts := docs.Options{Mounts: map[string]string{"/etc/kubernetes": etc}, Path: []string{tl.dir}, Dir: dir}
-	shipped := string(readFile(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)))
+	shipped := string(docs.ReadFile(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)))
 	previous := strings.ReplaceAll(shipped, kubeadmImageTag(version(t)), "v1.37.1_portcullis.1")
 	if previous == shipped {
 		t.Fatalf("%s does not name the image by the tag %s", docs.StaticPodPatch, kubeadmImageTag(version(t)))
@@ -201,7 +201,7 @@ func TestOperatingUpgrade(t *testing.T) {
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("the new release's preflight of the patch:\n%s", out)
 	}
-	if got := string(readFile(t, filepath.Join(etc, "patches", "kube-apiserver.yaml"))); got != shipped {
+	if got := string(docs.ReadFile(t, filepath.Join(etc, "patches", "kube-apiserver.yaml"))); got != shipped {
 		t.Errorf("after step 2 the patch is\n%s\nwant this release's\n%s", got, shipped)
 	}
 

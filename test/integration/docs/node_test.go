@@ -138,8 +138,8 @@ func (n *node) writeAdminConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := clientcmdapi.NewConfig()
-	config.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: n.server.Config.Host, CertificateAuthorityData: readFile(t, ca.CertFile)}
-	config.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: readFile(t, pair.CertFile), ClientKeyData: readFile(t, pair.KeyFile)}
+	config.Clusters["kubernetes"] = &clientcmdapi.Cluster{Server: n.server.Config.Host, CertificateAuthorityData: docs.ReadFile(t, ca.CertFile)}
+	config.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: docs.ReadFile(t, pair.CertFile), ClientKeyData: docs.ReadFile(t, pair.KeyFile)}
 	config.Contexts[user+"@kubernetes"] = &clientcmdapi.Context{Cluster: "kubernetes", AuthInfo: user}
 	config.CurrentContext = user + "@kubernetes"
 	if err := clientcmd.WriteToFile(*config, filepath.Join(n.etc, "admin.conf")); err != nil {
@@ -235,7 +235,7 @@ install -D -m 0600 `+render+`/kube-apiserver.yaml /etc/kubernetes/manifests/kube
 	// bound to it, with the kubelet's annotations.
 	pod.Name += "-" + nodeName
 	pod.Spec.NodeName = nodeName
-	sum := sha256.Sum256(readFile(t, filepath.Join(n.etc, "manifests", "kube-apiserver.yaml")))
+	sum := sha256.Sum256(docs.ReadFile(t, filepath.Join(n.etc, "manifests", "kube-apiserver.yaml")))
 	hash := hex.EncodeToString(sum[:16])
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
@@ -281,7 +281,7 @@ func forward(t *testing.T, from, to string) {
 func readPod(t *testing.T, path string) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	if err := yaml.UnmarshalStrict(readFile(t, path), &pod); err != nil {
+	if err := yaml.UnmarshalStrict(docs.ReadFile(t, path), &pod); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return pod
@@ -306,15 +306,6 @@ func flagValue(command []string, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 func writeFile(t *testing.T, path, content string) {

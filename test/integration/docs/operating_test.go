@@ -27,7 +27,7 @@ func releaseDir(t *testing.T, tl tools) string {
 	if err := os.Symlink(tl.bins.APIServer, binary); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(readFile(t, tl.bins.APIServer))
+	sum := sha256.Sum256(docs.ReadFile(t, tl.bins.APIServer))
 	other := sha256.Sum256([]byte("an artifact this node does not have"))
 	var sums strings.Builder
 	for _, artifact := range []string{"linux/amd64/kube-apiserver", "linux/amd64/kube-apiserver.cdx.json", "linux/arm64/kube-apiserver", "linux/arm64/kube-apiserver.cdx.json", "kube-apiserver-" + version(t) + ".oci.tar"} {
@@ -51,7 +51,7 @@ func TestOperatingCheckBinary(t *testing.T) {
 			t.Errorf("the check printed no %q:\n%s", want, out)
 		}
 	}
-	if !bytes.Equal(readFile(t, filepath.Join(dir, "kube-apiserver")), readFile(t, tl.bins.APIServer)) {
+	if !bytes.Equal(docs.ReadFile(t, filepath.Join(dir, "kube-apiserver")), docs.ReadFile(t, tl.bins.APIServer)) {
 		t.Error("./kube-apiserver, which the guide runs from here on, is not the checked binary")
 	}
 }
@@ -84,7 +84,7 @@ func TestOperatingSystemdInstall(t *testing.T) {
 	if info.Mode() != 0o755 {
 		t.Errorf("%s has mode %v, want -rwxr-xr-x", installed, info.Mode())
 	}
-	if !bytes.Equal(readFile(t, installed), readFile(t, tl.bins.APIServer)) {
+	if !bytes.Equal(docs.ReadFile(t, installed), docs.ReadFile(t, tl.bins.APIServer)) {
 		t.Errorf("%s is not the release's binary", installed)
 	}
 }
@@ -107,11 +107,11 @@ func TestOperatingSystemd(t *testing.T) {
 	repo := docs.RepoRoot(t)
 	config := kubeadmConfiguration(t, "")
 	docs.Run(t, "kubeadm init phase certs all --config "+config+"\n", opts)
-	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(readFile(t, filepath.Join(repo, docs.AdmissionConfig))))
+	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(docs.ReadFile(t, filepath.Join(repo, docs.AdmissionConfig))))
 
 	// The node as it runs: the kit's unit, stock's binary and stock's plugins.
-	unit := string(readFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.service")))
-	env := string(readFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.env")))
+	unit := string(docs.ReadFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.service")))
+	env := string(docs.ReadFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.env")))
 	runningEnv := setEnv(t, env, "KUBE_APISERVER_BINARY", "/usr/local/bin/kube-apiserver")
 	runningEnv = setEnv(t, runningEnv, "ENABLE_ADMISSION_PLUGINS", "NodeRestriction")
 	// A flag of the node's own, which the kit's environment file does not have.
@@ -122,7 +122,7 @@ func TestOperatingSystemd(t *testing.T) {
 
 	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdInstall), opts)
 	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackup), opts)
-	if got := string(readFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
+	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
 		t.Errorf("the backup of the environment file is not the running one")
 	}
 	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), env)

@@ -74,7 +74,7 @@ func TestPodSecurityPolicyDocs(t *testing.T) {
 
 	// The migration, exported and applied again.
 	n.run(t, pspPage, docs.KeyPSPMigrate)
-	if exported := string(readFile(t, filepath.Join(n.work, "psp.yaml"))); !strings.Contains(exported, "kind: PodSecurityPolicy") {
+	if exported := string(docs.ReadFile(t, filepath.Join(n.work, "psp.yaml"))); !strings.Contains(exported, "kind: PodSecurityPolicy") {
 		t.Errorf("psp.yaml holds no PodSecurityPolicy:\n%s", exported)
 	}
 
@@ -99,10 +99,10 @@ spec:
 
 	// docs/operating.md: leave nothing of ours behind.
 	n.run(t, docs.Operating, docs.KeyRemoveOurs)
-	if backup := string(readFile(t, filepath.Join(n.work, "psp-backup.yaml"))); !strings.Contains(backup, "name: restricted") {
+	if backup := string(docs.ReadFile(t, filepath.Join(n.work, "psp-backup.yaml"))); !strings.Contains(backup, "name: restricted") {
 		t.Errorf("psp-backup.yaml lacks the policies:\n%s", backup)
 	}
-	readFile(t, filepath.Join(n.work, "podpreset-backup.yaml"))
+	docs.ReadFile(t, filepath.Join(n.work, "podpreset-backup.yaml"))
 	policies, err = n.server.Client.PolicyV1().RESTClient().Get().AbsPath("/apis/policy/v1beta1/podsecuritypolicies").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
