@@ -120,16 +120,13 @@ for platform in "$@"; do
 done
 
 if [[ ${binaries_only} == false ]]; then
-  # The deploy kit, naming this release: build/deploy names the newest minor's (what
-  # hack/update-kube-version.sh renames it to), so an older minor's operator installs this
-  # release's copy as it is.
-  portcullis::release_renames "$(portcullis::version "$(portcullis::default_minor)")" "${version}"
-  while read -r file; do
-    to="deploy/${file#build/deploy/}"
-    mkdir -p "${dir}/$(dirname "${to}")"
-    sed "${release_renames[@]}" "${file}" >"${dir}/${to}"
-    artifacts+=("${to}")
-  done < <(portcullis::deploy_kit)
+  # The deploy kit, naming this release.
+  portcullis::write_deploy_kit "${version}" "${dir}/deploy"
+  kit=$(portcullis::deploy_kit)
+  mapfile -t kit_files <<<"${kit}"
+  for file in "${kit_files[@]}"; do
+    artifacts+=("deploy/${file#build/deploy/}")
+  done
 
   image="kube-apiserver-${version}.oci.tar"
   GOFLAGS=-trimpath "${GO}" -C build/image run . -version "${version}" -source-date-epoch "${SOURCE_DATE_EPOCH}" \

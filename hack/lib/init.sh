@@ -120,6 +120,23 @@ portcullis::deploy_kit() {
   (cd "${PORTCULLIS_ROOT}" && git ls-files -- build/deploy | grep -v '\.go$')
 }
 
+# portcullis::write_deploy_kit VERSION DIR writes the deploy kit naming release VERSION into
+# DIR (DIR/static-pod/..., as build/deploy/ has them): build/deploy names the newest minor's
+# release (what hack/update-kube-version.sh renames it to), so an older minor's operator
+# installs that release's copy as it is.
+portcullis::write_deploy_kit() {
+  local version=$1 dir=$2 file to listing files
+  portcullis::release_renames "$(portcullis::version "$(portcullis::default_minor)")" "${version}"
+  # Listed first: a failure of the listing is the caller's (errexit), not a shorter kit.
+  listing=$(portcullis::deploy_kit)
+  mapfile -t files <<<"${listing}"
+  for file in "${files[@]}"; do
+    to=${file#build/deploy/}
+    mkdir -p "${dir}/$(dirname "${to}")"
+    sed "${release_renames[@]}" "${PORTCULLIS_ROOT}/${file}" >"${dir}/${to}"
+  done
+}
+
 # portcullis::release_renames FROM TO sets the array release_renames to sed expressions that
 # rename release FROM (v1.N.P+portcullis.K) to release TO wherever a file names it: the
 # release, its image tag (kubeadm's: "+" becomes "_"), then its Kubernetes release and that

@@ -137,21 +137,19 @@ initializers:
 // newer server wrote.
 func TestUpgradeAcrossMinors(t *testing.T) {
 	root := framework.RepoRoot(t)
-	minors := supportedMinors(t, root)
+	minors := framework.SupportedMinors(t)
 	if len(minors) < 2 {
 		t.Fatalf("releases/minors lists %v: no upgrade to prove", minors)
 	}
 	// The newest minor's binaries are where make puts the default build's (PORTCULLIS_BIN_DIR),
 	// the others' under _output/<minor>.
-	newestDir := os.Getenv(framework.BinDirEnv)
 	bins := make(map[string]framework.Binaries, len(minors))
 	for i, minor := range minors {
-		dir := filepath.Join(root, "_output", minor, "bin")
 		if i == len(minors)-1 {
-			dir = newestDir
+			bins[minor] = framework.FindBinaries(t)
+			continue
 		}
-		t.Setenv(framework.BinDirEnv, dir)
-		bins[minor] = framework.FindBinaries(t)
+		bins[minor] = framework.BinariesIn(t, filepath.Join(root, "_output", minor, "bin"))
 	}
 	etcd := framework.StartEtcd(t, bins[minors[0]].Etcd)
 	files := framework.WritePKI(t, t.TempDir())
@@ -375,15 +373,6 @@ func kubeadmEtcdVersion(t *testing.T, kubeadm string) string {
 	}
 	t.Fatalf("%s config images list names no etcd image: %s", kubeadm, out)
 	return ""
-}
-
-func supportedMinors(t *testing.T, root string) []string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "releases", "minors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(data))
 }
 
 // serverMinor is the Kubernetes minor a server reports (major.minor of GET /version).

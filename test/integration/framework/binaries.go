@@ -6,6 +6,7 @@ package framework
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/portcullis-k8s/portcullis/test/docs"
@@ -40,6 +41,13 @@ func FindBinaries(t testing.TB) Binaries {
 	if dir == "" {
 		dir = filepath.Join(RepoRoot(t), "_output", "bin")
 	}
+	return BinariesIn(t, dir)
+}
+
+// BinariesIn returns the binaries in dir (an older minor's: _output/<minor>/bin). A missing
+// binary fails the test.
+func BinariesIn(t testing.TB, dir string) Binaries {
+	t.Helper()
 	b := Binaries{
 		APIServer:         filepath.Join(dir, "kube-apiserver"),
 		StockAPIServer:    filepath.Join(dir, "kube-apiserver-stock"),
@@ -61,3 +69,10 @@ func FindBinaries(t testing.TB) Binaries {
 // directory that holds VERSION and go.mod (test/docs, which the docs' own unit tests use
 // without Kubernetes, finds it).
 func RepoRoot(t testing.TB) string { return docs.RepoRoot(t) }
+
+// SupportedMinors are the Kubernetes minors Portcullis supports, oldest first
+// (releases/minors); the last is the default build's.
+func SupportedMinors(t testing.TB) []string {
+	t.Helper()
+	return strings.Fields(string(docs.ReadFile(t, filepath.Join(RepoRoot(t), "releases", "minors"))))
+}
