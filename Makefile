@@ -198,6 +198,16 @@ agnhost: ## build upstream's e2e test image program, agnhost, from upstream's mo
 	@mkdir -p $(BIN_DIR)
 	$(UPSTREAM_GO) build $(BUILD_PGO) -o $(BIN_DIR)/agnhost k8s.io/kubernetes/test/images/agnhost
 
+# CoreDNS is its own Go module: the version KUBE_MINOR's kubeadm deploys (its CoreDNSVersion)
+# is built with its own module graph (go install module@version), as its release is.
+COREDNS_VERSION = $(shell sed -n 's/^\tCoreDNSVersion = "\(v[0-9.]*\)"$$/\1/p' "$$($(UPSTREAM_GO) mod download -json k8s.io/kubernetes | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')/cmd/kubeadm/app/constants/constants.go")
+
+.PHONY: coredns
+coredns: ## build the CoreDNS that KUBE_MINOR's kubeadm deploys, from its own module (kubeadm's DNS addon on the real node, test/node)
+	@mkdir -p $(BIN_DIR)
+	@test -n "$(COREDNS_VERSION)" || { echo "no CoreDNSVersion in KUBE_MINOR=$(KUBE_MINOR)'s kubeadm constants" >&2; exit 1; }
+	GOBIN=$(BIN_DIR) $(OTHER_MODULE_GOFLAGS) $(GO) install github.com/coredns/coredns@$(COREDNS_VERSION)
+
 .PHONY: kubelet
 kubelet: ## build the kubelet from upstream's own module graph (for the real node, test/node)
 	@mkdir -p $(BIN_DIR)
@@ -387,12 +397,16 @@ test-upgrade: build-test-binaries testrecord
 # is namespaces of its own, every process, mount, device and cgroup it made is removed when
 # it ends, also after a failure, and the kernel settings the kubelet changes are put back.
 NODE_DIR     := $(abspath $(OUT_ROOT)/node)
-NODE_TIMEOUT ?= 30m
+NODE_TIMEOUT ?= 50m
 NODE_IMAGE    = $(NODE_DIR)/kube-apiserver-$(KUBE_MINOR).oci.tar
+NODE_KIT      = $(NODE_DIR)/deploy-$(KUBE_MINOR)
 # NODE_RUN picks the node's tests (go test -run): .ci/run runs the install, the swap and the
 # rollback (TestKubeadmNode), which run no agnhost pod, so it sets NODE_AGNHOST empty.
 NODE_RUN     ?=
 NODE_AGNHOST ?= agnhost
+# NODE_UPGRADE builds what the upgrade across minors needs (build-node-upgrade-binaries);
+# .ci/run, which runs no upgrade, sets it empty.
+NODE_UPGRADE ?= build-node-upgrade-binaries
 # The machine's node lock (test/node/nodeinit): after go test, whatever its end (a timeout
 # skips the test's cleanups), nodeinit -clean removes what a node left on the host.
 NODE_LOCK    := /run/portcullis-node-host/lock
@@ -409,15 +423,31 @@ node-image: build ## our kube-apiserver's OCI image, as the release builds it (b
 	  $(OTHER_MODULE_GOFLAGS) $(GO) -C build/image run . -version "$$version" -revision "$$(git rev-parse HEAD)" \
 	    -license $(abspath LICENSE) -notice $(abspath NOTICE) -binary linux/amd64=$(BIN_DIR)/kube-apiserver -o $(NODE_IMAGE)
 
+.PHONY: node-kit
+node-kit: ## KUBE_MINOR's release's deploy kit (its deploy/, as build/release.sh writes it) into NODE_DIR/deploy-<minor>, for the real node's upgrade
+	rm -rf $(NODE_KIT)
+	bash -c 'source hack/lib/init.sh && portcullis::write_deploy_kit "$$(portcullis::version $(KUBE_MINOR))" $(NODE_KIT)'
+
+# The upgrade on the real node (TestKubeadmNodeUpgrade) installs the oldest minor and
+# upgrades to each next one: every older minor's binaries, kubelet, scheduler, CoreDNS, our
+# image and release kit, and the newest's CoreDNS.
+.PHONY: build-node-upgrade-binaries
+build-node-upgrade-binaries: coredns
+	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-node-minor-binaries; done
+
+.PHONY: build-node-minor-binaries
+build-node-minor-binaries: BUILD_PGO = $(PGO_FLAG)
+build-node-minor-binaries: build-minor-test-binaries kubelet kube-scheduler coredns node-image node-kit
+
 .PHONY: build-node-binaries
 build-node-binaries: BUILD_PGO = $(PGO_FLAG)
-build-node-binaries: build-test-binaries kubelet kube-scheduler $(NODE_AGNHOST) node-runtime node-image
+build-node-binaries: build-test-binaries kubelet kube-scheduler $(NODE_AGNHOST) $(NODE_UPGRADE) node-runtime node-image
 	$(GO) build -o $(BIN_DIR)/nodeinit ./test/node/nodeinit
 	$(GO) build -o $(BIN_DIR)/pause ./test/node/pause
 
 .PHONY: test-node
-test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
-	status=0; PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) PORTCULLIS_NODE_IMAGE=$(NODE_IMAGE) \
+test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours, the upgrade across minors and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
+	status=0; PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) \
 	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(if $(NODE_RUN),-run '$(NODE_RUN)') $(NODE_TESTS) $(call record,node) || status=$$?; \
 	{ mkdir -p $(dir $(NODE_LOCK)) && flock -n $(NODE_LOCK) $(BIN_DIR)/nodeinit -clean; } || echo "nodeinit -clean failed, or $(NODE_LOCK) is held (a node still runs?): the node's host state may be left" >&2; \
 	exit $$status

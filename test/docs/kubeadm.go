@@ -2,7 +2,6 @@ package docs
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -140,21 +139,22 @@ func FragmentPlugins(t testing.TB, fragment []byte) []string {
 	return nil
 }
 
-// PatchImage is the image the shipped kubeadm patch sets.
-func PatchImage(t testing.TB) string {
+// PatchImage is the image a kubeadm patch of the kit (StaticPodPatch, or a release's copy)
+// sets.
+func PatchImage(t testing.TB, patch string) string {
 	t.Helper()
-	var patch struct {
+	var parsed struct {
 		Spec struct {
 			Containers []struct{ Name, Image string } `json:"containers"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(ReadFile(t, filepath.Join(RepoRoot(t), StaticPodPatch)), &patch); err != nil {
+	if err := yaml.Unmarshal(ReadFile(t, patch), &parsed); err != nil {
 		t.Fatal(err)
 	}
-	if len(patch.Spec.Containers) != 1 || patch.Spec.Containers[0].Image == "" {
-		t.Fatalf("%s sets no image", StaticPodPatch)
+	if len(parsed.Spec.Containers) != 1 || parsed.Spec.Containers[0].Image == "" {
+		t.Fatalf("%s sets no image", patch)
 	}
-	return patch.Spec.Containers[0].Image
+	return parsed.Spec.Containers[0].Image
 }
 
 // ReadFile reads a file a test needs, failing the test when it cannot.

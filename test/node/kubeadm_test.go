@@ -58,12 +58,19 @@ imageGCHighThresholdPercent: 100
 `
 }
 
-// kubeadmInit installs a stock control plane on the node with kubeadm's CLI; the
-// control-plane taint is removed so that ordinary pods run on it.
-func kubeadmInit(t *testing.T, n *node.Node, kubernetesVersion string) {
+// kubeadmInit installs a stock control plane of the node's release on the node with kubeadm's
+// CLI, without kube-proxy (docs/node.md), and with kubeadm's DNS addon only with coreDNS
+// (its pods run, but are not Ready: they reach the API server through its Service, which
+// nothing routes without kube-proxy). The control-plane taint is removed so that ordinary pods
+// run on it.
+func kubeadmInit(t *testing.T, n *node.Node, coreDNS bool) {
 	t.Helper()
-	node.WriteFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(kubernetesVersion))
-	n.Run(t, "kubeadm init --config /root/kubeadm-init.yaml --skip-phases=addon/kube-proxy,addon/coredns")
+	node.WriteFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(n.Release.KubernetesVersion))
+	skip := "addon/kube-proxy"
+	if !coreDNS {
+		skip += ",addon/coredns"
+	}
+	n.Run(t, "kubeadm init --config /root/kubeadm-init.yaml --skip-phases="+skip)
 	n.Run(t, "kubectl taint nodes --all node-role.kubernetes.io/control-plane-")
 	client := n.Client(t)
 	n.WaitFor(t, "the node Ready", 3*time.Minute, func() error {
@@ -112,15 +119,6 @@ func waitForAPIServer(t *testing.T, n *node.Node, image, gitVersion string) {
 		}
 		return fmt.Errorf("the mirror pod is not Ready: %v", pod.Status.Conditions)
 	})
-}
-
-// version is the Portcullis version under test (VERSION), and the Kubernetes release it is
-// built on.
-func version(t *testing.T) (portcullis, kubernetes string) {
-	t.Helper()
-	v := strings.TrimSpace(string(docs.ReadFile(t, filepath.Join(docs.RepoRoot(t), "VERSION"))))
-	k, _, _ := strings.Cut(v, "+")
-	return v, k
 }
 
 // manifestImage is the image of the node's kube-apiserver manifest.

@@ -48,14 +48,77 @@ const (
 	// nodeLock is nodeinit's Lock.
 	nodeLock = "/run/portcullis-node-host/lock"
 
-	// DirEnv names the directory the node lives in (make test-node: _output/node), its
-	// runtime under runtime/bin; ImageEnv our kube-apiserver's OCI image (make node-image).
-	DirEnv   = "PORTCULLIS_NODE_DIR"
-	ImageEnv = "PORTCULLIS_NODE_IMAGE"
+	// DirEnv names the directory the node lives in (make test-node: _output/node): its
+	// runtime under runtime/bin, each minor's image of our kube-apiserver
+	// (kube-apiserver-<minor>.oci.tar, make node-image) and each older minor's release kit
+	// (deploy-<minor>, make node-kit).
+	DirEnv = "PORTCULLIS_NODE_DIR"
 
 	// AdminConf is kubeadm's admin kubeconfig, as the node sees it.
 	AdminConf = "/etc/kubernetes/admin.conf"
 )
+
+// Release is one supported minor's Portcullis release, as the node installs it.
+type Release struct {
+	Minor string
+	// Version is Portcullis's (v1.36.5+portcullis.1), KubernetesVersion the Kubernetes release
+	// it is built on.
+	Version, KubernetesVersion string
+	// Bins are the minor's binaries: ours and stock's kube-apiserver, the other control-plane
+	// components, etcd, kubeadm, the kubelet and CoreDNS.
+	Bins framework.Binaries
+	// Kit is the release's deploy kit (its deploy/: build/deploy for the newest minor); Image
+	// our kube-apiserver's OCI image.
+	Kit, Image string
+}
+
+// Releases are the supported minors' releases, oldest first (releases/minors).
+func Releases(t *testing.T) []Release {
+	t.Helper()
+	minors := framework.SupportedMinors(t)
+	releases := make([]Release, len(minors))
+	for i, minor := range minors {
+		releases[i] = release(t, minor, i == len(minors)-1)
+	}
+	return releases
+}
+
+// Newest is the newest supported minor's release, the default build.
+func Newest(t *testing.T) Release {
+	t.Helper()
+	minors := framework.SupportedMinors(t)
+	return release(t, minors[len(minors)-1], true)
+}
+
+// release is minor's release: the newest's binaries where make test-node puts the default
+// build's, the others' under _output/<minor>/bin, and their kits under DirEnv.
+func release(t *testing.T, minor string, newest bool) Release {
+	t.Helper()
+	root, dir := docs.RepoRoot(t), os.Getenv(DirEnv)
+	if dir == "" {
+		t.Fatalf("$%s is not set: run make test-node", DirEnv)
+	}
+	r := Release{Minor: minor, Image: filepath.Join(dir, "kube-apiserver-"+minor+".oci.tar")}
+	versionFile := filepath.Join(root, "releases", minor, "VERSION")
+	if newest {
+		versionFile, r.Bins, r.Kit = filepath.Join(root, "VERSION"), framework.FindBinaries(t), filepath.Join(root, "build", "deploy")
+	} else {
+		r.Bins, r.Kit = framework.BinariesIn(t, filepath.Join(root, "_output", minor, "bin")), filepath.Join(dir, "deploy-"+minor)
+	}
+	r.Version = strings.TrimSpace(string(docs.ReadFile(t, versionFile)))
+	r.KubernetesVersion, _, _ = strings.Cut(r.Version, "+")
+	for _, path := range []string{r.Image, r.Kit, filepath.Join(r.Bins.Dir, "kubelet"), filepath.Join(r.Bins.Dir, "kube-scheduler")} {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s's release for the node: %v (make test-node builds the newest minor's, and the older ones' unless NODE_UPGRADE is empty)", minor, err)
+		}
+	}
+	return r
+}
+
+// KitFile is the release's copy of a file of build/deploy (a path from the repository's root).
+func (r Release) KitFile(path string) string {
+	return filepath.Join(r.Kit, strings.TrimPrefix(path, "build/deploy/"))
+}
 
 // Node is a running node.
 type Node struct {
@@ -64,10 +127,13 @@ type Node struct {
 	Dir string
 	// PID is nodeinit's, as the host sees it.
 	PID int
-	// Bins are the suite's binaries; Work is the operator's working directory on the node:
-	// ./kube-apiserver (ours) and build/deploy/, as the guide has them.
-	Bins framework.Binaries
-	Work string
+	// Bins are the suite's binaries (the newest minor's: nodeinit, pause, kubectl, agnhost);
+	// Release the release the node was installed with or last upgraded to. Work is the
+	// operator's working directory on the node: ./kube-apiserver (the release's) and
+	// build/deploy/ (its kit), as the guide has them.
+	Bins    framework.Binaries
+	Release Release
+	Work    string
 	// PauseImage is the sandbox image (kubeadm's), which every node has.
 	PauseImage string
 
@@ -79,9 +145,10 @@ type Node struct {
 	stopping sync.Mutex
 }
 
-// Start starts a node: its namespaces, network and containerd, with the images kubeadm
-// asks for at kubernetesVersion imported. Stop is registered as a cleanup.
-func Start(t *testing.T, kubernetesVersion string) *Node {
+// Start starts a node for release rel: its namespaces, network and containerd, with the
+// images rel's kubeadm asks for imported (CoreDNS's with coreDNS, for kubeadm's DNS addon).
+// Stop is registered as a cleanup.
+func Start(t *testing.T, rel Release, coreDNS bool) *Node {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the real node runs as root: run make test-node as root")
@@ -90,7 +157,7 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 	if root == "" {
 		t.Fatalf("$%s is not set: run make test-node", DirEnv)
 	}
-	n := &Node{root: root, Dir: filepath.Join(root, "run"), Bins: framework.FindBinaries(t)}
+	n := &Node{root: root, Dir: filepath.Join(root, "run"), Bins: framework.FindBinaries(t), Release: rel}
 	n.checkPaths(t)
 	n.lock(t)
 	// A node a killed run left, and what it left on the host, go first.
@@ -104,7 +171,9 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 	if err := os.MkdirAll(filepath.Join(n.Dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	images := n.kubeadmImages(t, kubernetesVersion)
+	images := n.kubeadmImages(t, rel, coreDNS)
+	n.PauseImage = images["pause"]
+	WriteFile(t, filepath.Join(n.Dir, "etc-containerd", "config.toml"), containerdConfig(n.PauseImage))
 	n.layOut(t)
 	n.startInit(t)
 	n.startNetwork(t)
@@ -113,8 +182,28 @@ func Start(t *testing.T, kubernetesVersion string) *Node {
 		_, _, err := n.Exec(t, "test -S /run/containerd/containerd.sock && ctr version >/dev/null 2>&1")
 		return err
 	})
-	n.importImages(t, images)
+	n.importImages(t, rel, images)
 	return n
+}
+
+// Upgrade installs rel on the node as an operator does before kubeadm upgrade: its kubeadm
+// first on the PATH, its binary and kit in the working directory (the new release's
+// directory), and the images its kubeadm asks for (CoreDNS's with coreDNS) in containerd,
+// as a pull would leave them. The kubelet is UpgradeKubelet's.
+func (n *Node) Upgrade(t *testing.T, rel Release, coreDNS bool) {
+	t.Helper()
+	n.Release = rel
+	n.link(t, map[string]string{"kubeadm": rel.Bins.Kubeadm, "kube-apiserver": rel.Bins.APIServer})
+	n.layOutWork(t)
+	n.importImages(t, rel, n.kubeadmImages(t, rel, coreDNS))
+}
+
+// UpgradeKubelet puts rel's kubelet in place and restarts it, as kubeadm's upgrade guide
+// says after kubeadm upgrade.
+func (n *Node) UpgradeKubelet(t *testing.T, rel Release) {
+	t.Helper()
+	n.link(t, map[string]string{"kubelet": filepath.Join(rel.Bins.Dir, "kubelet")})
+	n.Run(t, "systemctl daemon-reload && systemctl restart kubelet")
 }
 
 // Stop ends the node and removes what it left on the host. A failed test keeps the node's
@@ -194,21 +283,19 @@ func (n *Node) layOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime := filepath.Join(n.root, "runtime", "bin")
-	links := map[string]string{"systemctl": filepath.Join(n.Bins.Dir, "nodeinit")}
+	links := map[string]string{
+		"systemctl":      filepath.Join(n.Bins.Dir, "nodeinit"),
+		"kubelet":        filepath.Join(n.Release.Bins.Dir, "kubelet"),
+		"kubeadm":        n.Release.Bins.Kubeadm,
+		"kube-apiserver": n.Release.Bins.APIServer,
+	}
 	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "crictl"} {
 		links[name] = filepath.Join(runtime, name)
 	}
-	for _, name := range []string{"kubelet", "kubeadm", "kubectl", "nodeinit", "kube-apiserver"} {
+	for _, name := range []string{"kubectl", "nodeinit"} {
 		links[name] = filepath.Join(n.Bins.Dir, name)
 	}
-	for name, target := range links {
-		if _, err := os.Stat(target); err != nil {
-			t.Fatalf("%s is not built (%v): run make test-node", target, err)
-		}
-		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.link(t, links)
 	cniBin := filepath.Join(n.Dir, "opt-cni", "bin")
 	if err := os.MkdirAll(cniBin, 0o755); err != nil {
 		t.Fatal(err)
@@ -219,18 +306,43 @@ func (n *Node) layOut(t *testing.T) {
 		}
 	}
 	WriteFile(t, filepath.Join(n.Dir, "etc-cni", "net.d", "10-portcullis-node.conflist"), cniNetwork)
-	// The operator's working directory: our binary as ./kube-apiserver, and the deploy kit.
-	n.Work = filepath.Join(n.Dir, "work")
-	if err := os.MkdirAll(n.Work, 0o755); err != nil {
-		t.Fatal(err)
+	n.layOutWork(t)
+}
+
+// link points each of the node's commands (bin/<name>) at its target, replacing the link
+// there was.
+func (n *Node) link(t *testing.T, links map[string]string) {
+	t.Helper()
+	for name, target := range links {
+		if _, err := os.Stat(target); err != nil {
+			t.Fatalf("%s is not built (%v): run make test-node", target, err)
+		}
+		path := filepath.Join(n.Dir, "bin", name)
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, path); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Symlink(n.Bins.APIServer, filepath.Join(n.Work, "kube-apiserver")); err != nil {
+}
+
+// layOutWork writes the operator's working directory, the release's directory as the guide
+// has it: the release's binary as ./kube-apiserver, and its deploy kit under build/deploy (the
+// path the guide's blocks name; an older minor's release has the same files under deploy/).
+func (n *Node) layOutWork(t *testing.T) {
+	t.Helper()
+	n.Work = filepath.Join(n.Dir, "work")
+	if err := os.RemoveAll(n.Work); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(n.Work, "build"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("cp", "-r", filepath.Join(docs.RepoRoot(t), "build", "deploy"), filepath.Join(n.Work, "build")).CombinedOutput(); err != nil {
+	if err := os.Symlink(n.Release.Bins.APIServer, filepath.Join(n.Work, "kube-apiserver")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-r", n.Release.Kit, filepath.Join(n.Work, "build", "deploy")).CombinedOutput(); err != nil {
 		t.Fatalf("copying the deploy kit: %v\n%s", err, out)
 	}
 }
@@ -425,29 +537,32 @@ func (n *Node) WaitFor(t *testing.T, what string, timeout time.Duration, cond fu
 	}
 }
 
-// kubeadmImages are the images `kubeadm config images list` names for kubernetesVersion but
-// kube-proxy's and CoreDNS's: kubeadm's addons are skipped (docs/node.md). The pause image is
-// containerd's sandbox image.
-func (n *Node) kubeadmImages(t *testing.T, kubernetesVersion string) []string {
+// KubeadmImages are the images `kubeadm config images list` of rel's kubeadm names for its
+// Kubernetes version, by name (imageName).
+func KubeadmImages(t *testing.T, rel Release) map[string]string {
 	t.Helper()
-	out, err := exec.Command(n.Bins.Kubeadm, "config", "images", "list", "--kubernetes-version", kubernetesVersion).Output()
+	out, err := exec.Command(rel.Bins.Kubeadm, "config", "images", "list", "--kubernetes-version", rel.KubernetesVersion).Output()
 	if err != nil {
 		t.Fatalf("kubeadm config images list: %v", err)
 	}
-	var refs []string
+	refs := map[string]string{}
 	for _, ref := range strings.Fields(string(out)) {
-		switch imageName(ref) {
-		case "kube-proxy", "coredns":
-		case "pause":
-			n.PauseImage = ref
-			WriteFile(t, filepath.Join(n.Dir, "etc-containerd", "config.toml"), containerdConfig(ref))
-			fallthrough
-		default:
-			refs = append(refs, ref)
-		}
+		refs[imageName(ref)] = ref
 	}
-	if n.PauseImage == "" {
+	if refs["pause"] == "" {
 		t.Fatalf("kubeadm config images list names no pause image:\n%s", out)
+	}
+	return refs
+}
+
+// kubeadmImages are the images of KubeadmImages the node imports: not kube-proxy's, whose
+// addon the node skips (docs/node.md), and CoreDNS's only with coreDNS.
+func (n *Node) kubeadmImages(t *testing.T, rel Release, coreDNS bool) map[string]string {
+	t.Helper()
+	refs := KubeadmImages(t, rel)
+	delete(refs, "kube-proxy")
+	if !coreDNS {
+		delete(refs, "coredns")
 	}
 	return refs
 }
@@ -455,27 +570,29 @@ func (n *Node) kubeadmImages(t *testing.T, kubernetesVersion string) []string {
 // imageName is the last element of an image's name: registry.k8s.io/etcd:3.6.8-0 is etcd.
 func imageName(ref string) string { return filepath.Base(ref[:strings.LastIndex(ref, ":")]) }
 
-// importImages builds each image of refs from the suite's binaries and imports it into
-// containerd's k8s.io namespace (the kubelet's).
-func (n *Node) importImages(t *testing.T, refs []string) {
+// importImages builds each image of refs from rel's binaries (pause from the suite's) and
+// imports it into containerd's k8s.io namespace (the kubelet's). Each is laid out as its
+// release image is where kubeadm's manifests depend on it: kubeadm runs the control plane's
+// by command, CoreDNS and pause by their images' entrypoints.
+func (n *Node) importImages(t *testing.T, rel Release, refs map[string]string) {
 	t.Helper()
 	binaries := map[string]string{
-		"kube-apiserver":          n.Bins.StockAPIServer,
-		"kube-controller-manager": n.Bins.ControllerManager,
-		"kube-scheduler":          filepath.Join(n.Bins.Dir, "kube-scheduler"),
-		"etcd":                    n.Bins.Etcd,
+		"kube-apiserver":          rel.Bins.StockAPIServer,
+		"kube-controller-manager": rel.Bins.ControllerManager,
+		"kube-scheduler":          filepath.Join(rel.Bins.Dir, "kube-scheduler"),
+		"etcd":                    rel.Bins.Etcd,
+		"coredns":                 filepath.Join(rel.Bins.Dir, "coredns"),
 		"pause":                   filepath.Join(n.Bins.Dir, "pause"),
 	}
-	for _, ref := range refs {
-		name := imageName(ref)
+	for name, ref := range refs {
 		binary, ok := binaries[name]
 		if !ok {
 			t.Fatalf("kubeadm asks for the image %s, which the node does not build", ref)
 		}
 		img := image.Image{Ref: ref, Files: []image.File{{Path: "/usr/local/bin/" + name, Source: binary, Mode: 0o755}}}
-		if name == "pause" {
-			img.Files[0].Path = "/pause"
-			img.Entrypoint = []string{"/pause"}
+		if name == "pause" || name == "coredns" {
+			img.Files[0].Path = "/" + name
+			img.Entrypoint = []string{"/" + name}
 		}
 		n.importImage(t, img)
 	}
@@ -517,14 +634,11 @@ func (n *Node) ImportAgnhost(t *testing.T) string {
 	return ref
 }
 
-// ImportOurs imports our kube-apiserver's image (the release's, make node-image) as ref, as
-// if pulled from the registry the deploy kit's patch names.
-func (n *Node) ImportOurs(t *testing.T, ref string) {
+// ImportOurs imports our kube-apiserver's image of rel (make node-image) as ref, as if pulled
+// from the registry the release's patch names.
+func (n *Node) ImportOurs(t *testing.T, rel Release, ref string) {
 	t.Helper()
-	archive := os.Getenv(ImageEnv)
-	if archive == "" {
-		t.Fatalf("$%s is not set: run make test-node", ImageEnv)
-	}
+	archive := rel.Image
 	base, tag, _ := strings.Cut(ref, ":")
 	n.Run(t, fmt.Sprintf("ctr -n k8s.io images import --local --base-name %s %s >/dev/null", base, archive))
 	out, _ := n.Run(t, "ctr -n k8s.io images ls -q")

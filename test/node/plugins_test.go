@@ -48,13 +48,7 @@ const (
 // ClusterConfiguration's flags, rendered, preflighted and uploaded with the guide's blocks
 // (PodSecurityPolicy straight to Deny, without its page's Warn+Audit trial).
 func TestKubeadmNodePlugins(t *testing.T) {
-	ours, kubernetesVersion := version(t)
-	n := node.Start(t, kubernetesVersion)
-	kubeadmInit(t, n, kubernetesVersion)
-	waitForAPIServer(t, n, "registry.k8s.io/kube-apiserver:"+kubernetesVersion, kubernetesVersion)
-	n.Run(t, workload("web", n.PauseImage, false))
-	waitForPods(t, n, "default", "app=web", func(corev1.Pod) error { return nil })
-	s := swapToOurs(t, n, ours)
+	n, s := installAndSwap(t, node.Newest(t), false)
 	n.Run(t, podPreset)
 	agnhost := n.ImportAgnhost(t)
 

@@ -23,16 +23,7 @@ import (
 // controllers create, and "4. Rolling back" to stock. After each step the kubelet runs the
 // manifest kubeadm rendered, and the API server it runs is the one the step names.
 func TestKubeadmNode(t *testing.T) {
-	ours, kubernetesVersion := version(t)
-	n := node.Start(t, kubernetesVersion)
-	kubeadmInit(t, n, kubernetesVersion)
-	stockImage := "registry.k8s.io/kube-apiserver:" + kubernetesVersion
-	waitForAPIServer(t, n, stockImage, kubernetesVersion)
-	// An ordinary workload, created before the swap: a Deployment whose pods the
-	// ReplicaSet controller creates.
-	n.Run(t, workload("web", n.PauseImage, false))
-	waitForPods(t, n, "default", "app=web", func(p corev1.Pod) error { return nil })
-	s := swapToOurs(t, n, ours)
+	n, s := installAndSwap(t, node.Newest(t), false)
 
 	// Our plugins on real pods: a PodPreset reaches the Deployment's next pods, which the
 	// ReplicaSet controller creates (its service account's rights, not an admin's), and
@@ -55,9 +46,18 @@ func TestKubeadmNode(t *testing.T) {
 		t.Errorf("creating a pod with runAsUser gave no SecurityContextDeny warning:\n%s", stderr)
 	}
 
-	// 4. Rolling back: our patch out, our names out of the ClusterConfiguration (the edit),
-	// step 5's first block without its last command, then the check and install of the
-	// render.
+	rollBack(t, n, s)
+}
+
+// rollBack follows "4. Rolling back" on a node swapped to ours, as written: our patch out, our
+// names out of the ClusterConfiguration (the edit), step 5's first block without its last
+// command, then the check and install of the render. The kubelet runs stock of the cluster's
+// version again, the check reports it, the ClusterConfiguration no longer names our plugins,
+// and the web Deployment's next pods get no PodPreset.
+func rollBack(t *testing.T, n *node.Node, s swapped) {
+	t.Helper()
+	kubernetesVersion := n.Release.KubernetesVersion
+	stockImage := "registry.k8s.io/kube-apiserver:" + kubernetesVersion
 	n.RunBlock(t, docs.Operating, docs.KeyRollbackKubeadm)
 	node.WriteFile(t, s.clusterFile, string(docs.RemovePlugins(t, docs.ReadFile(t, s.clusterFile), docs.FragmentPlugins(t, s.fragment))))
 	n.Run(t, docs.RenderWithoutPreflight(t))
@@ -83,6 +83,20 @@ func TestKubeadmNode(t *testing.T) {
 	})
 }
 
+// installAndSwap installs stock Kubernetes of release rel on a new node with kubeadm's CLI
+// (kubeadmInit, with kubeadm's DNS addon only with coreDNS), runs an ordinary workload on it
+// before the swap - the Deployment web, whose pods the ReplicaSet controller creates - and
+// swaps to ours (swapToOurs).
+func installAndSwap(t *testing.T, rel node.Release, coreDNS bool) (*node.Node, swapped) {
+	t.Helper()
+	n := node.Start(t, rel, coreDNS)
+	kubeadmInit(t, n, coreDNS)
+	waitForAPIServer(t, n, "registry.k8s.io/kube-apiserver:"+rel.KubernetesVersion, rel.KubernetesVersion)
+	n.Run(t, workload("web", n.PauseImage, false))
+	waitForPods(t, n, "default", "app=web", func(corev1.Pod) error { return nil })
+	return n, swapToOurs(t, n)
+}
+
 // swapped is a node after docs/operating.md's "2a. A kubeadm node": our kube-apiserver runs
 // from the manifest kubeadm rendered with the kit.
 type swapped struct {
@@ -94,12 +108,13 @@ type swapped struct {
 }
 
 // swapToOurs follows "2a. A kubeadm node" on a node kubeadm installed stock on, each block as
-// written, checking what each step leaves: the README's preflight of the running manifest,
-// the backup, our image, the kit installed, the merged ClusterConfiguration rendered,
-// preflighted, uploaded and in place, and the check.
-func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
+// written, with the node's release (its binary and kit), checking what each step leaves: the
+// README's preflight of the running manifest, the backup, our image, the kit installed, the
+// merged ClusterConfiguration rendered, preflighted, uploaded and in place, and the check.
+func swapToOurs(t *testing.T, n *node.Node) swapped {
 	t.Helper()
-	repo := docs.RepoRoot(t)
+	rel := n.Release
+	ours := rel.Version
 	etc, root := filepath.Join(n.Dir, "etc-kubernetes"), filepath.Join(n.Dir, "root")
 	running := filepath.Join(etc, "manifests", "kube-apiserver.yaml")
 
@@ -118,13 +133,13 @@ func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
 
 	// 2. The release's image, in the registry the patch names: here imported under that
 	// name, as a pull from it would leave it.
-	patchImage := docs.PatchImage(t)
-	n.ImportOurs(t, patchImage)
+	patchImage := docs.PatchImage(t, rel.KitFile(docs.StaticPodPatch))
+	n.ImportOurs(t, rel, patchImage)
 
 	// 3. Install the patch and the admission configuration.
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmInstall)
 	for installed, shipped := range map[string]string{"patches/kube-apiserver.yaml": docs.StaticPodPatch, "portcullis/admission-config.yaml": docs.AdmissionConfig} {
-		if !bytes.Equal(docs.ReadFile(t, filepath.Join(etc, installed)), docs.ReadFile(t, filepath.Join(repo, shipped))) {
+		if !bytes.Equal(docs.ReadFile(t, filepath.Join(etc, installed)), docs.ReadFile(t, rel.KitFile(shipped))) {
 			t.Errorf("/etc/kubernetes/%s is not %s", installed, shipped)
 		}
 	}
@@ -132,7 +147,7 @@ func swapToOurs(t *testing.T, n *node.Node, ours string) swapped {
 	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it (the edit).
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmGetConfig)
 	clusterFile := filepath.Join(root, "kubeadm-cluster.yaml")
-	fragment := docs.ReadFile(t, filepath.Join(repo, docs.KubeadmFragment))
+	fragment := docs.ReadFile(t, rel.KitFile(docs.KubeadmFragment))
 	node.WriteFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, docs.ReadFile(t, clusterFile), fragment)))
 
 	// 5. Render and preflight against the running manifest.

@@ -70,7 +70,7 @@ func TestOperatingKubeadm(t *testing.T) {
 	}
 	rendered := readPod(t, filepath.Join(n.root, renderedManifest))
 	c := apiServerContainer(t, rendered)
-	if want := docs.PatchImage(t); c.Image != want {
+	if want := docs.PatchImage(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)); c.Image != want {
 		t.Errorf("the rendered manifest runs %s, want the patch's %s", c.Image, want)
 	}
 	want, _ := flagValue(apiServerContainer(t, readPod(t, filepath.Join(n.root, "kube-apiserver.yaml.stock"))).Command, "advertise-address")
@@ -210,8 +210,8 @@ func TestOperatingUpgrade(t *testing.T) {
 	config := kubeadmConfiguration(t, "  criSocket: unix:///run/containerd/containerd.sock\npatches:\n  directory: /etc/kubernetes/patches\n")
 	render := t.TempDir()
 	docs.Run(t, "KUBEADM_INIT_DRYRUN_DIR="+render+" kubeadm init phase control-plane apiserver --config "+config+" --dry-run\n", opts)
-	if got := apiServerContainer(t, readPod(t, filepath.Join(render, "kube-apiserver.yaml"))).Image; got != docs.PatchImage(t) {
-		t.Errorf("kubeadm renders %s after step 2, want %s", got, docs.PatchImage(t))
+	if got := apiServerContainer(t, readPod(t, filepath.Join(render, "kube-apiserver.yaml"))).Image; got != docs.PatchImage(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)) {
+		t.Errorf("kubeadm renders %s after step 2, want %s", got, docs.PatchImage(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)))
 	}
 }
 
