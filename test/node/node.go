@@ -134,6 +134,9 @@ type Node struct {
 	Bins    framework.Binaries
 	Release Release
 	Work    string
+	// coreDNS is whether the node runs kubeadm's DNS addon, and so imports CoreDNS's image
+	// at each upgrade.
+	coreDNS bool
 	// PauseImage is the sandbox image (kubeadm's), which every node has.
 	PauseImage string
 
@@ -157,7 +160,7 @@ func Start(t *testing.T, rel Release, coreDNS bool) *Node {
 	if root == "" {
 		t.Fatalf("$%s is not set: run make test-node", DirEnv)
 	}
-	n := &Node{root: root, Dir: filepath.Join(root, "run"), Bins: framework.FindBinaries(t), Release: rel}
+	n := &Node{root: root, Dir: filepath.Join(root, "run"), Bins: framework.FindBinaries(t), Release: rel, coreDNS: coreDNS}
 	n.checkPaths(t)
 	n.lock(t)
 	// A node a killed run left, and what it left on the host, go first.
@@ -188,14 +191,14 @@ func Start(t *testing.T, rel Release, coreDNS bool) *Node {
 
 // Upgrade installs rel on the node as an operator does before kubeadm upgrade: its kubeadm
 // first on the PATH, its binary and kit in the working directory (the new release's
-// directory), and the images its kubeadm asks for (CoreDNS's with coreDNS) in containerd,
-// as a pull would leave them. The kubelet is UpgradeKubelet's.
-func (n *Node) Upgrade(t *testing.T, rel Release, coreDNS bool) {
+// directory), and the images its kubeadm asks for (CoreDNS's when the node was started with
+// it) in containerd, as a pull would leave them. The kubelet is UpgradeKubelet's.
+func (n *Node) Upgrade(t *testing.T, rel Release) {
 	t.Helper()
 	n.Release = rel
 	n.link(t, map[string]string{"kubeadm": rel.Bins.Kubeadm, "kube-apiserver": rel.Bins.APIServer})
 	n.layOutWork(t)
-	n.importImages(t, rel, n.kubeadmImages(t, rel, coreDNS))
+	n.importImages(t, rel, n.kubeadmImages(t, rel, n.coreDNS))
 }
 
 // UpgradeKubelet puts rel's kubelet in place and restarts it, as kubeadm's upgrade guide
@@ -634,11 +637,11 @@ func (n *Node) ImportAgnhost(t *testing.T) string {
 	return ref
 }
 
-// ImportOurs imports our kube-apiserver's image of rel (make node-image) as ref, as if pulled
-// from the registry the release's patch names.
-func (n *Node) ImportOurs(t *testing.T, rel Release, ref string) {
+// ImportOurs imports our kube-apiserver's image of the node's release (make node-image) as
+// ref, as if pulled from the registry the release's patch names.
+func (n *Node) ImportOurs(t *testing.T, ref string) {
 	t.Helper()
-	archive := rel.Image
+	archive := n.Release.Image
 	base, tag, _ := strings.Cut(ref, ":")
 	n.Run(t, fmt.Sprintf("ctr -n k8s.io images import --local --base-name %s %s >/dev/null", base, archive))
 	out, _ := n.Run(t, "ctr -n k8s.io images ls -q")

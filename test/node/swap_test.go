@@ -134,7 +134,7 @@ func swapToOurs(t *testing.T, n *node.Node) swapped {
 	// 2. The release's image, in the registry the patch names: here imported under that
 	// name, as a pull from it would leave it.
 	patchImage := docs.PatchImage(t, rel.KitFile(docs.StaticPodPatch))
-	n.ImportOurs(t, rel, patchImage)
+	n.ImportOurs(t, patchImage)
 
 	// 3. Install the patch and the admission configuration.
 	n.RunBlock(t, docs.Operating, docs.KeyKubeadmInstall)

@@ -50,9 +50,9 @@ func upgradeMinor(t *testing.T, n *node.Node, s swapped, next node.Release) {
 	t.Logf("upgrading from %s to %s", n.Release.Version, next.Version)
 	// 1. The new release's image, as a pull from the patch's registry would leave it; the new
 	// kubeadm's images; its kubeadm, binary and kit installed.
-	n.Upgrade(t, next, true)
+	n.Upgrade(t, next)
 	patchImage := docs.PatchImage(t, next.KitFile(docs.StaticPodPatch))
-	n.ImportOurs(t, next, patchImage)
+	n.ImportOurs(t, patchImage)
 
 	// 2. and 3., in one shell (step 3 runs where step 2 set NEW); kubeadm upgrade apply's
 	// question is answered yes.
