@@ -400,9 +400,10 @@ NODE_DIR     := $(abspath $(OUT_ROOT)/node)
 NODE_TIMEOUT ?= 50m
 NODE_IMAGE    = $(NODE_DIR)/kube-apiserver-$(KUBE_MINOR).oci.tar
 NODE_KIT      = $(NODE_DIR)/deploy-$(KUBE_MINOR)
-# NODE_RUN picks the node's tests (go test -run): .ci/run runs the install, the swap and the
-# rollback (TestKubeadmNode), which run no agnhost pod, so it sets NODE_AGNHOST empty.
-NODE_RUN     ?=
+# NODE_RUN picks the node's tests (go test -run): by default every TestKubeadmNode* test, not
+# TestConformance (make conformance's); .ci/run runs the install, the swap and the rollback
+# (TestKubeadmNode), which run no agnhost pod, so it sets NODE_AGNHOST empty.
+NODE_RUN     ?= ^TestKubeadmNode
 NODE_AGNHOST ?= agnhost
 # NODE_UPGRADE builds what the upgrade across minors needs (build-node-upgrade-binaries);
 # .ci/run, which runs no upgrade, sets it empty.
@@ -410,6 +411,8 @@ NODE_UPGRADE ?= build-node-upgrade-binaries
 # The machine's node lock (test/node/nodeinit): after go test, whatever its end (a timeout
 # skips the test's cleanups), nodeinit -clean removes what a node left on the host.
 NODE_LOCK    := /run/portcullis-node-host/lock
+# NODE_RECORD names the run's test record (RECORD_DIR/<minor>/<NODE_RECORD>.tsv).
+NODE_RECORD  ?= node
 
 .PHONY: node-runtime
 node-runtime: ## build the real node's container runtime and CNI plugins (test/node/build-runtime.sh) into NODE_DIR/runtime
@@ -448,9 +451,35 @@ build-node-binaries: build-test-binaries kubelet kube-scheduler $(NODE_AGNHOST) 
 .PHONY: test-node
 test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours, the upgrade across minors and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
 	status=0; PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) \
-	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) $(if $(NODE_RUN),-run '$(NODE_RUN)') $(NODE_TESTS) $(call record,node) || status=$$?; \
+	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) -run '$(NODE_RUN)' $(NODE_TESTS) $(call record,$(NODE_RECORD)) || status=$$?; \
 	{ mkdir -p $(dir $(NODE_LOCK)) && flock -n $(NODE_LOCK) $(BIN_DIR)/nodeinit -clean; } || echo "nodeinit -clean failed, or $(NODE_LOCK) is held (a node still runs?): the node's host state may be left" >&2; \
 	exit $$status
+
+# Upstream's conformance specs on the real node (test/node TestConformance, docs/node.md):
+# upstream's e2e suite and ginkgo's CLI (which runs it in parallel) built from upstream's
+# module graph at the pinned version, and what the specs' images hold that is built here
+# (nonewprivs, agnhost's serving certificate, busybox from its source release:
+# test/node/build-busybox.sh; agnhost is make agnhost's). CONFORMANCE_PROCS are ginkgo's parallel processes; its [Serial] specs run
+# one at a time after the others.
+CONFORMANCE_DIR     := $(NODE_DIR)/conformance
+CONFORMANCE_TIMEOUT ?= 4h
+CONFORMANCE_PROCS   ?= 4
+
+.PHONY: conformance-binaries
+conformance-binaries:
+	@test "$(KUBE_MINOR)" = "$(DEFAULT_MINOR)" || { echo "make conformance runs on the newest minor, $(DEFAULT_MINOR) (KUBE_MINOR=$(KUBE_MINOR))" >&2; exit 1; }
+	@mkdir -p $(CONFORMANCE_DIR)
+	$(UPSTREAM_GO) test -c -ldflags '$(KUBE_LDFLAGS)' -o $(CONFORMANCE_DIR)/e2e.test k8s.io/kubernetes/test/e2e
+	$(UPSTREAM_GO) build -o $(CONFORMANCE_DIR)/ginkgo github.com/onsi/ginkgo/v2/ginkgo
+	$(UPSTREAM_GO) build -o $(CONFORMANCE_DIR)/nonewprivs k8s.io/kubernetes/test/images/nonewprivs
+	dir=$$($(UPSTREAM_GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) && \
+	  install -m 0644 $$dir/test/images/agnhost/porter/localhost.crt $$dir/test/images/agnhost/porter/localhost.key $(CONFORMANCE_DIR)/ && \
+	  test/node/build-busybox.sh $$dir $(CONFORMANCE_DIR)
+
+.PHONY: conformance
+conformance: conformance-binaries ## upstream's [Conformance] specs of sig-api-machinery, sig-auth and sig-node on the real node (as root), on ours, and on stock those that fail on ours (docs/node.md)
+	PORTCULLIS_CONFORMANCE_PROCS=$(CONFORMANCE_PROCS) $(MAKE) --no-print-directory test-node NODE_RUN='^TestConformance$$' \
+	  NODE_AGNHOST=agnhost NODE_UPGRADE= NODE_TIMEOUT=$(CONFORMANCE_TIMEOUT) NODE_RECORD=conformance
 
 # docs/compatibility.md's table of what is tested on each minor, from the records the last
 # runs of make test and make test-minors left (RECORD_DIR): a tick is a row whose tests all

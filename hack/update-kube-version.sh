@@ -246,10 +246,8 @@ mkdir -p "${upstream_dir}"
   cd "${upstream_dir}"
   upstream_settings
   replace_staging
-  # -e: what only the tests of upstream's packages import may be missing from the proxy (a
-  # pre-release's test-only staging modules are); the binaries need none of it, and must
-  # resolve.
-  go mod tidy -e
+  # The binaries need all they import, and must resolve.
+  portcullis::tidy_upstream_module "${kube_version}"
   # shellcheck disable=SC2046 # one package each
   must_resolve $(portcullis::upstream_tools)
 )

@@ -99,12 +99,19 @@ for minor in $(portcullis::minors) $(portcullis::preview); do
       echo "${etcd_module}/go.mod does not require go.etcd.io/etcd/server/v3 v${etcd_version}, which kubeadm ${kube_version} deploys" >&2
       failed=1
     fi
-    for module in "${upstream_module}" "${etcd_module}"; do
-      if ! (cd "${module}" && go mod tidy -e -diff >/dev/null 2>&1); then
-        echo "${module}/go.mod and its go.sum are not tidy" >&2
-        failed=1
-      fi
-    done
+    if ! (cd "${etcd_module}" && go mod tidy -e -diff >/dev/null 2>&1); then
+      echo "${etcd_module}/go.mod and its go.sum are not tidy" >&2
+      failed=1
+    fi
+    # Stock's module as hack/update-kube-version.sh tidies it, in a copy.
+    tidied=$(mktemp -d)
+    cp "${upstream_module}/go.mod" "${upstream_module}/go.sum" "${tidied}/"
+    if ! (cd "${tidied}" && portcullis::tidy_upstream_module "${kube_version}" >/dev/null 2>&1) ||
+      ! cmp -s "${tidied}/go.mod" "${upstream_module}/go.mod" || ! cmp -s "${tidied}/go.sum" "${upstream_module}/go.sum"; then
+      echo "${upstream_module}/go.mod and its go.sum are not tidy (hack/lib/init.sh's portcullis::tidy_upstream_module)" >&2
+      failed=1
+    fi
+    rm -rf "${tidied}"
   fi
 
   if ! PORTCULLIS_KUBE_MINOR=${minor} build/version.sh >/dev/null; then

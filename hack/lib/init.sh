@@ -381,11 +381,34 @@ portcullis::upstream_godebug() {
 
 # portcullis::upstream_tools prints the packages of upstream's that the builds and tests run
 # as stock, each built from releases/<minor>/upstream (the kubelet and kube-scheduler for the
-# real node, test/node; agnhost, upstream's e2e test image program, for its pods).
+# real node, test/node; agnhost, upstream's e2e test image program, for its pods; ginkgo's CLI,
+# which runs upstream's e2e suite for make conformance).
 portcullis::upstream_tools() {
   printf '%s\n' k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl \
-    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/test/images/agnhost
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/test/images/agnhost github.com/onsi/ginkgo/v2/ginkgo
+}
+
+# portcullis::upstream_test_suites prints the packages of upstream's whose tests make
+# conformance builds (go test -c) from releases/<minor>/upstream.
+portcullis::upstream_test_suites() {
+  echo k8s.io/kubernetes/test/e2e
+}
+
+# portcullis::tidy_upstream_module v1.N.P tidies the upstream module in the current directory
+# as hack/update-kube-version.sh writes it, and hack/verify-kube-version.sh checks it: tidy
+# keeps what the module's tools need, not what upstream's test suites do, so the suites'
+# requirements are added after it (go get -t). -e: what only the tests of upstream's packages
+# import may be missing from the proxy (a pre-release's test-only staging modules are); the
+# binaries need none of it. A suite that does not resolve is only warned about: make
+# conformance alone needs it.
+portcullis::tidy_upstream_module() {
+  local suite
+  go mod tidy -e
+  for suite in $(portcullis::upstream_test_suites); do
+    go get -t "${suite}@$1" ||
+      echo "warning: $1's ${suite} does not resolve: make conformance cannot build it" >&2
+  done
 }
 
 # portcullis::kubeadm_etcd_version v1.N.P prints the etcd version kubeadm of that release deploys

@@ -18,7 +18,16 @@ import (
 // initConfiguration is what the node's kubeadm init is given: the cluster as an operator
 // without systemd and on cgroup v1 sets it up (docs/node.md). The kubelet's settings go to
 // the cluster's kubelet-config ConfigMap, which every later kubeadm upgrade reads.
-func initConfiguration(kubernetesVersion string) string {
+// apiServerArgs, each name=value, are the API server's extraArgs.
+func initConfiguration(kubernetesVersion string, apiServerArgs ...string) string {
+	var extraArgs strings.Builder
+	if len(apiServerArgs) > 0 {
+		extraArgs.WriteString("apiServer:\n  extraArgs:\n")
+		for _, arg := range apiServerArgs {
+			name, value, _ := strings.Cut(arg, "=")
+			fmt.Fprintf(&extraArgs, "  - name: %s\n    value: %q\n", name, value)
+		}
+	}
 	return `apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 nodeRegistration:
@@ -34,7 +43,7 @@ timeouts:
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: ` + kubernetesVersion + `
-networking:
+` + extraArgs.String() + `networking:
   podSubnet: ` + node.PodSubnet + `
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -62,10 +71,10 @@ imageGCHighThresholdPercent: 100
 // CLI, without kube-proxy (docs/node.md), and with kubeadm's DNS addon only with coreDNS
 // (its pods run, but are not Ready: they reach the API server through its Service, which
 // nothing routes without kube-proxy). The control-plane taint is removed so that ordinary pods
-// run on it.
-func kubeadmInit(t *testing.T, n *node.Node, coreDNS bool) {
+// run on it. apiServerArgs (name=value) are the API server's flags of the cluster's own.
+func kubeadmInit(t *testing.T, n *node.Node, coreDNS bool, apiServerArgs ...string) {
 	t.Helper()
-	node.WriteFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(n.Release.KubernetesVersion))
+	node.WriteFile(t, filepath.Join(n.Dir, "root", "kubeadm-init.yaml"), initConfiguration(n.Release.KubernetesVersion, apiServerArgs...))
 	skip := "addon/kube-proxy"
 	if !coreDNS {
 		skip += ",addon/coredns"

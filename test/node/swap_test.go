@@ -86,11 +86,12 @@ func rollBack(t *testing.T, n *node.Node, s swapped) {
 // installAndSwap installs stock Kubernetes of release rel on a new node with kubeadm's CLI
 // (kubeadmInit, with kubeadm's DNS addon only with coreDNS), runs an ordinary workload on it
 // before the swap - the Deployment web, whose pods the ReplicaSet controller creates - and
-// swaps to ours (swapToOurs).
-func installAndSwap(t *testing.T, rel node.Release, coreDNS bool) (*node.Node, swapped) {
+// swaps to ours (swapToOurs). apiServerArgs (name=value) are the cluster's own API server
+// flags, which the swap keeps.
+func installAndSwap(t *testing.T, rel node.Release, coreDNS bool, apiServerArgs ...string) (*node.Node, swapped) {
 	t.Helper()
 	n := node.Start(t, rel, coreDNS)
-	kubeadmInit(t, n, coreDNS)
+	kubeadmInit(t, n, coreDNS, apiServerArgs...)
 	waitForAPIServer(t, n, "registry.k8s.io/kube-apiserver:"+rel.KubernetesVersion, rel.KubernetesVersion)
 	n.Run(t, workload("web", n.PauseImage, false))
 	waitForPods(t, n, "default", "app=web", func(corev1.Pod) error { return nil })

@@ -20,13 +20,17 @@ import (
 	"time"
 )
 
-// File is a file of the image's one layer.
+// File is a file of the image's one layer: a regular file with Source's bytes or Content, a
+// symbolic link to Link, or with Dir a directory.
 type File struct {
 	// Path is absolute, in the image.
 	Path string
 	// Source is the file on the host whose bytes it holds.
-	Source string
-	Mode   int64
+	Source  string
+	Content []byte
+	Link    string
+	Dir     bool
+	Mode    int64
 }
 
 // Image is what Write writes.
@@ -34,8 +38,9 @@ type Image struct {
 	// Ref is the name and tag the runtime knows it by: registry.k8s.io/etcd:3.6.8-0.
 	Ref   string
 	Files []File
-	// Entrypoint is the command a container runs when its pod names none.
-	Entrypoint []string
+	// Entrypoint is the command a container runs when its pod names none, Cmd its arguments
+	// when the pod names none.
+	Entrypoint, Cmd []string
 }
 
 // PATH is the images' search path: kubeadm's static pods run their command by name.
@@ -58,7 +63,7 @@ func Write(img Image, out string) error {
 		"architecture": "amd64",
 		"os":           "linux",
 		"created":      epoch.Format(time.RFC3339),
-		"config":       map[string]any{"Env": []string{PATH}, "Entrypoint": img.Entrypoint},
+		"config":       map[string]any{"Env": []string{PATH}, "Entrypoint": img.Entrypoint, "Cmd": img.Cmd},
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
 	})
 	if err != nil {
@@ -139,28 +144,49 @@ func layerTar(files []File) ([]byte, error) {
 				return nil, err
 			}
 		}
-		src, err := os.Open(f.Source)
-		if err != nil {
-			return nil, err
+		if f.Dir {
+			if err := addDir(f.Path, f.Mode); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		info, err := src.Stat()
-		if err != nil {
-			src.Close()
-			return nil, err
-		}
-		err = w.WriteHeader(&tar.Header{Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Size: info.Size(), ModTime: epoch, Typeflag: tar.TypeReg})
-		if err == nil {
-			_, err = io.Copy(w, src)
-		}
-		src.Close()
-		if err != nil {
-			return nil, err
+		if err := writeFile(w, f); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// writeFile writes the entry of f, a regular file or a link, whose parents are written.
+func writeFile(w *tar.Writer, f File) error {
+	name := strings.TrimPrefix(f.Path, "/")
+	switch {
+	case f.Link != "":
+		return w.WriteHeader(&tar.Header{Name: name, Linkname: f.Link, Mode: 0o777, ModTime: epoch, Typeflag: tar.TypeSymlink})
+	case f.Source == "":
+		if err := w.WriteHeader(&tar.Header{Name: name, Mode: f.Mode, Size: int64(len(f.Content)), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err := w.Write(f.Content)
+		return err
+	}
+	src, err := os.Open(f.Source)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	if err := w.WriteHeader(&tar.Header{Name: name, Mode: f.Mode, Size: info.Size(), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, src)
+	return err
 }
 
 func digest(data []byte) string {
