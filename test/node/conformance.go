@@ -50,10 +50,10 @@ const (
 
 // ImportConformanceImages imports, under the names upstream's e2e suite gives them
 // (k8s.io/kubernetes/test/utils/image), the images its conformance specs run that are built
-// here, each laid out as its upstream image where the specs depend on it: agnhost (both tags
-// the suite names) with /agnhost, /agnhost-2, its serving certificate, /uploads, a shell and
-// the tools the specs exec in it; busybox; nonewprivs (its program setuid). The pause image is
-// the node's own (kubeadm's).
+// here, each on busybox (busyboxFiles) and laid out as its upstream image where the specs
+// depend on it: agnhost (both tags the suite names) with /agnhost, /agnhost-2, its serving
+// certificate, /uploads, its user and group, and a one-URL curl; busybox; nonewprivs (its
+// program setuid). The pause image is the node's own (kubeadm's).
 func (n *Node) ImportConformanceImages(t *testing.T) {
 	t.Helper()
 	dir := ConformanceDir(t)

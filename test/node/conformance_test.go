@@ -45,9 +45,9 @@ const conformanceProcsEnv = "PORTCULLIS_CONFORMANCE_PROCS"
 // ours with docs/operating.md's blocks. A spec that fails on ours runs again on ours alone,
 // and, still failing, on stock after the guide's rollback on the same node: the test fails
 // for each spec that passes on stock and fails on ours, and for each that fails on both,
-// which this node then cannot run and conformanceSkips must name. Both servers route to the webhooks'
-// and aggregated servers' Services' endpoints themselves (--enable-aggregator-routing): the
-// node has no kube-proxy.
+// which this node then cannot run and conformanceSkips must name. Both servers route to the
+// webhooks' and aggregated servers' Services' endpoints themselves
+// (--enable-aggregator-routing): the node has no kube-proxy.
 func TestConformance(t *testing.T) {
 	dir := node.ConformanceDir(t)
 	procs := 4
