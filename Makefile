@@ -459,8 +459,8 @@ test-node: build-node-binaries testrecord ## the real node (as root): kubeadm in
 # upstream's e2e suite and ginkgo's CLI (which runs it in parallel) built from upstream's
 # module graph at the pinned version, and what the specs' images hold that is built here
 # (nonewprivs, agnhost's serving certificate, busybox from its source release:
-# test/node/build-busybox.sh; agnhost is make agnhost's). CONFORMANCE_PROCS are ginkgo's parallel processes; its [Serial] specs run
-# one at a time after the others.
+# test/node/build-busybox.sh; agnhost is make agnhost's). CONFORMANCE_PROCS are ginkgo's
+# parallel processes; its [Serial] specs run one at a time after the others.
 CONFORMANCE_DIR     := $(NODE_DIR)/conformance
 CONFORMANCE_TIMEOUT ?= 4h
 CONFORMANCE_PROCS   ?= 4
