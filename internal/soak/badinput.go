@@ -796,11 +796,33 @@ func PrepareBadInputs(ctx context.Context, client kubernetes.Interface, namespac
 		badInputPod(BadInputHostPID, func(p *corev1.Pod) { p.Spec.HostPID = true }),
 	}
 	for _, pod := range pods {
-		if _, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := createOncePolicyAdmits(ctx, client, namespace, pod); err != nil {
 			return fmt.Errorf("pod %s: %w", pod.Name, err)
 		}
 	}
 	return nil
+}
+
+// createOncePolicyAdmits creates pod in namespace, retrying while PodSecurityPolicy refuses it: the
+// plugin reads policies from an informer, so the policy created just before may not be in
+// its cache yet. Any other refusal, and a refusal that outlasts 30 s, is returned.
+func createOncePolicyAdmits(ctx context.Context, client kubernetes.Interface, namespace string, pod *corev1.Pod) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, last = client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+		switch {
+		case last == nil || apierrors.IsAlreadyExists(last):
+			return true, nil
+		case apierrors.IsForbidden(last) && strings.Contains(last.Error(), "PodSecurityPolicy"):
+			return false, nil
+		default:
+			return false, last
+		}
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 func badInputPod(name string, mutate func(*corev1.Pod)) *corev1.Pod {
