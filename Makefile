@@ -432,11 +432,29 @@ node-kit: ## KUBE_MINOR's release's deploy kit (its deploy/, as build/release.sh
 	bash -c 'source hack/lib/init.sh && portcullis::write_deploy_kit "$$(portcullis::version $(KUBE_MINOR))" $(NODE_KIT)'
 
 # The upgrade on the real node (TestKubeadmNodeUpgrade) installs the oldest minor and
-# upgrades to each next one: every older minor's binaries, kubelet, scheduler, CoreDNS, our
-# image and release kit, and the newest's CoreDNS.
+# upgrades to each next one, then to the newest minor's next Portcullis release: every older
+# minor's binaries, kubelet, scheduler, CoreDNS, our image and release kit, the newest's
+# CoreDNS, and node-next-release.
 .PHONY: build-node-upgrade-binaries
-build-node-upgrade-binaries: coredns
+build-node-upgrade-binaries: coredns node-next-release
 	for minor in $(OLDER_MINORS); do $(MAKE) --no-print-directory KUBE_MINOR=$$minor build-node-minor-binaries; done
+
+# The next Portcullis release on the same Kubernetes release (v1.N.P+portcullis.M+1), what an
+# upgrade within one patch installs: built from this source with the next release number, its
+# image and its kit, under NODE_DIR/next-release. The number, the image's tag and the kit's
+# patch are what kubeadm and preflight judge in such an upgrade.
+NODE_NEXT_RELEASE := $(NODE_DIR)/next-release
+.PHONY: node-next-release
+node-next-release:
+	rm -rf $(NODE_NEXT_RELEASE) && mkdir -p $(NODE_NEXT_RELEASE)
+	next=$$(bash -c 'source hack/lib/init.sh && portcullis::next_release "$$(portcullis::version $(KUBE_MINOR))"') && \
+	  $(GO) build -ldflags "$$(build/version.sh $$next)" -o $(NODE_NEXT_RELEASE)/kube-apiserver ./cmd/kube-apiserver && \
+	  $(OTHER_MODULE_GOFLAGS) $(GO) -C build/image run . -version "$$next" -revision "$$(git rev-parse HEAD)" \
+	    -license $(abspath LICENSE) -notice $(abspath NOTICE) -binary linux/amd64=$(NODE_NEXT_RELEASE)/kube-apiserver \
+	    -o $(NODE_NEXT_RELEASE)/kube-apiserver.oci.tar && \
+	  bash -c 'source hack/lib/init.sh && portcullis::write_deploy_kit "$$1" $(NODE_NEXT_RELEASE)/deploy' - "$$next" && \
+	  echo "$$next" >$(NODE_NEXT_RELEASE)/VERSION
+	@echo "built $(NODE_NEXT_RELEASE): $$($(NODE_NEXT_RELEASE)/kube-apiserver --version)"
 
 .PHONY: build-node-minor-binaries
 build-node-minor-binaries: BUILD_PGO = $(PGO_FLAG)
@@ -449,7 +467,8 @@ build-node-binaries: build-test-binaries kubelet kube-scheduler $(NODE_AGNHOST) 
 	$(GO) build -o $(BIN_DIR)/pause ./test/node/pause
 
 .PHONY: test-node
-test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours, the upgrade across minors and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
+test-node: build-node-binaries testrecord ## the real node (as root): kubeadm installs stock, the swap to ours, the upgrades and the rollback as docs/operating.md says, our plugins on real pods (docs/node.md)
+	@[[ -n '$(NODE_RUN)' ]] || { echo "NODE_RUN is empty: it would run every test of test/node, make conformance's too; name the tests (default ^TestKubeadmNode)" >&2; exit 2; }
 	status=0; PORTCULLIS_BIN_DIR=$(BIN_DIR) PORTCULLIS_NODE_DIR=$(NODE_DIR) \
 	  $(GO) test -json $(PGO_FLAG) -count=1 -timeout $(NODE_TIMEOUT) -run '$(NODE_RUN)' $(NODE_TESTS) $(call record,$(NODE_RECORD)) || status=$$?; \
 	{ mkdir -p $(dir $(NODE_LOCK)) && flock -n $(NODE_LOCK) $(BIN_DIR)/nodeinit -clean; } || echo "nodeinit -clean failed, or $(NODE_LOCK) is held (a node still runs?): the node's host state may be left" >&2; \

@@ -3,21 +3,27 @@
 # upstream's release builds stamp theirs: k8s.io/component-base/version (what --version and
 # GET /version report) and k8s.io/client-go/pkg/version (the loopback client's user agent).
 #
-# gitVersion comes from VERSION (v1.37.2+portcullis.N) and must agree with the Kubernetes
-# version go.mod requires. buildDate honours SOURCE_DATE_EPOCH for reproducible builds.
+# Usage: build/version.sh [VERSION]
+#
+# gitVersion comes from VERSION (v1.37.2+portcullis.N), or the argument (make node-next-release
+# stamps the next release number for the real node's upgrade within one patch), and must agree
+# with the Kubernetes version go.mod requires. buildDate honours SOURCE_DATE_EPOCH for
+# reproducible builds.
 source "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/init.sh"
 cd "${PORTCULLIS_ROOT}"
 
-version=$(portcullis::version)
+version=${1:-$(portcullis::version)}
+origin=${1:+build/version.sh\'s argument}
+origin=${origin:-VERSION}
 if [[ ! ${version} =~ ^v([0-9]+)\.([0-9]+)\.([0-9]+)(-[0-9A-Za-z.]+)?\+portcullis\.[0-9]+$ ]]; then
-  echo "error: VERSION: ${version:-<empty>} is not of the form v1.MINOR.PATCH+portcullis.N" >&2
+  echo "error: ${origin}: ${version:-<empty>} is not of the form v1.MINOR.PATCH+portcullis.N" >&2
   exit 1
 fi
 major=${BASH_REMATCH[1]}
 minor=${BASH_REMATCH[2]}
 kube_version=$(portcullis::gomod_kube_version)
 if [[ ${version%%+*} != "${kube_version}" ]]; then
-  echo "error: VERSION: ${version} is built on ${version%%+*}, but go.mod requires k8s.io/kubernetes ${kube_version}" >&2
+  echo "error: ${origin}: ${version} is built on ${version%%+*}, but go.mod requires k8s.io/kubernetes ${kube_version}" >&2
   exit 1
 fi
 

@@ -73,6 +73,17 @@ portcullis::version() {
   tr -d '[:space:]' <"${PORTCULLIS_ROOT}/$(portcullis::minor_dir "$@")/VERSION"
 }
 
+# portcullis::next_release VERSION prints the Portcullis release after VERSION on the same
+# Kubernetes release: v1.N.P+portcullis.M+1.
+portcullis::next_release() {
+  local version=$1
+  if [[ ! ${version} =~ ^(v[^+]+\+portcullis\.)([0-9]+)$ ]]; then
+    echo "error: ${version:-<empty>} is not a release of the form v1.N.P+portcullis.M" >&2
+    return 1
+  fi
+  echo "${BASH_REMATCH[1]}$((BASH_REMATCH[2] + 1))"
+}
+
 # portcullis::upstream_gomod VERSION prints the path of upstream's go.mod for that release,
 # fetched through the module proxy.
 portcullis::upstream_gomod() {

@@ -63,6 +63,7 @@ const (
 	KeyUpgradeNode          = "^kubeadm upgrade node --patches /etc/kubernetes/patches\n"
 	KeyUpgradeApplyCgroupV1 = `kubeadm upgrade apply "${NEW%%+*}" --patches /etc/kubernetes/patches --ignore-preflight-errors=SystemVerification`
 	KeyUpgradeNodeCgroupV1  = "kubeadm upgrade node --patches /etc/kubernetes/patches --ignore-preflight-errors=SystemVerification"
+	KeyUpgradeCertsCheck    = "kubeadm certs check-expiration"
 	// The real node is on cgroup v1 (docs/node.md).
 	upgradeOnCgroupV2    = "needs nodes on cgroup v2: on this machine's cgroup v1 kubeadm's SystemVerification fails kubeadm upgrade apply and node; the guide's cgroup v1 blocks, the same commands with --ignore-preflight-errors=SystemVerification, run on the real node (test/node.TestKubeadmNodeUpgrade)"
 	operatingUpgradeTest = "test/node.TestKubeadmNodeUpgrade"
@@ -124,6 +125,7 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: KeyUpgradeNode, Untestable: upgradeOnCgroupV2},
 	{File: "docs/operating.md", Key: KeyUpgradeApplyCgroupV1, Test: operatingUpgradeTest},
 	{File: "docs/operating.md", Key: KeyUpgradeNodeCgroupV1, Test: operatingUpgradeTest},
+	{File: "docs/operating.md", Key: KeyUpgradeCertsCheck, Test: operatingUpgradeTest},
 
 	// docs/plugins/
 	{File: "docs/plugins/denyexec.md", Key: "--enable-admission-plugins=DenyEscalatingExec", Untestable: elidedCommandLine},

@@ -90,6 +90,35 @@ func Newest(t *testing.T) Release {
 	return release(t, minors[len(minors)-1], true)
 }
 
+// NextRelease is the newest minor's next Portcullis release on the same Kubernetes release
+// (v1.N.P+portcullis.M+1), as make node-next-release builds it from this source under DirEnv:
+// what an upgrade within one patch installs. Its kube-apiserver (Bins.APIServer, outside
+// Bins.Dir), image and kit are its own; the other binaries are Newest's, as in such a release.
+func NextRelease(t *testing.T) Release {
+	t.Helper()
+	r := Newest(t)
+	dir := filepath.Join(os.Getenv(DirEnv), "next-release")
+	r.Bins.APIServer, r.Kit, r.Image = filepath.Join(dir, "kube-apiserver"), filepath.Join(dir, "deploy"), filepath.Join(dir, "kube-apiserver.oci.tar")
+	for _, path := range []string{r.Bins.APIServer, r.Kit, r.Image} {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("the next release for the node: %v (make node-next-release builds it; make test-node does unless NODE_UPGRADE is empty)", err)
+		}
+	}
+	// Exactly the next number: a copy left by an older VERSION would make the upgrade a
+	// downgrade, or no change at all.
+	version := strings.TrimSpace(string(docs.ReadFile(t, filepath.Join(dir, "VERSION"))))
+	base, number, _ := strings.Cut(r.Version, "+portcullis.")
+	n, err := strconv.Atoi(number)
+	if err != nil {
+		t.Fatalf("the newest release, %s, is not v1.N.P+portcullis.M", r.Version)
+	}
+	if want := fmt.Sprintf("%s+portcullis.%d", base, n+1); version != want {
+		t.Fatalf("%s holds %s, want %s (the release after %s): run make node-next-release", dir, version, want, r.Version)
+	}
+	r.Version = version
+	return r
+}
+
 // release is minor's release: the newest's binaries where make test-node puts the default
 // build's, the others' under _output/<minor>/bin, and their kits under DirEnv.
 func release(t *testing.T, minor string, newest bool) Release {

@@ -25,29 +25,36 @@ import (
 // tag and preflight, step 3's plan and apply in the same shell, upgrade node, and the
 // kubelet as for stock. After each minor the control plane, etcd, CoreDNS and the kubelet run
 // it, the API server is the new release's, the ClusterConfiguration keeps our plugins, and the
-// PodPreset made on the oldest minor reaches the Deployment's next pods. Then "4. Rolling
-// back", as written, puts stock of the newest minor back.
+// PodPreset made on the oldest minor reaches the Deployment's next pods. Then the same steps
+// upgrade the newest minor's release to its next Portcullis release on the same Kubernetes
+// release (`1.37.x → 1.37.y (or .N → .N+1)`), and "4. Rolling back", as written, puts stock of
+// the newest minor back.
 func TestKubeadmNodeUpgrade(t *testing.T) {
 	releases := node.Releases(t)
 	if len(releases) < 2 {
 		t.Fatalf("one supported minor (%s): no upgrade to prove", releases[0].Minor)
 	}
+	next := node.NextRelease(t)
 	checkCgroupV1(t)
 	n, s := installAndSwap(t, releases[0], true)
 	n.Run(t, podPreset)
-	for _, next := range releases[1:] {
-		upgradeMinor(t, n, s, next)
+	for _, rel := range releases[1:] {
+		upgrade(t, n, s, rel, releases)
 	}
+	upgrade(t, n, s, next, releases)
 	// "4. Rolling back" after the upgrades: stock of the version the cluster runs now, not
 	// the backup of 2a, step 1, which names the oldest minor's.
 	rollBack(t, n, s)
 }
 
-// upgradeMinor upgrades the node to release next as "5. Upgrading" says, then checks what
-// runs.
-func upgradeMinor(t *testing.T, n *node.Node, s swapped, next node.Release) {
+// upgrade upgrades the node to release next (of the next minor, or the next release of the
+// same Kubernetes release) as "5. Upgrading" says, then checks what runs.
+func upgrade(t *testing.T, n *node.Node, s swapped, next node.Release, all []node.Release) {
 	t.Helper()
 	t.Logf("upgrading from %s to %s", n.Release.Version, next.Version)
+	// Within one Kubernetes release kubeadm "upgrades" to the version the cluster runs: only
+	// kube-apiserver's manifest changes, and the kubelet has nothing to upgrade.
+	samePatch := next.KubernetesVersion == n.Release.KubernetesVersion
 	// 1. The new release's image, as a pull from the patch's registry would leave it; the new
 	// kubeadm's images; its kubeadm, binary and kit installed.
 	n.Upgrade(t, next)
@@ -56,15 +63,29 @@ func upgradeMinor(t *testing.T, n *node.Node, s swapped, next node.Release) {
 
 	// 2. and 3., in one shell (step 3 runs where step 2 set NEW); kubeadm upgrade apply's
 	// question is answered yes.
-	script := setNew(t, docs.Block(t, docs.Operating, docs.KeyUpgradePatch), next, node.Releases(t)) +
+	script := setNew(t, docs.Block(t, docs.Operating, docs.KeyUpgradePatch), next, all) +
 		docs.Block(t, docs.Operating, docs.KeyUpgradeApplyCgroupV1)
 	opts := n.Options()
 	opts.Stdin = "y\n"
 	out, _ := docs.Run(t, script, opts)
-	for _, want := range []string{"No problems found", fmt.Sprintf("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to %q.", next.KubernetesVersion)} {
+	// kubeadm prints SUCCESS also when it changed nothing; the component's line says it
+	// replaced kube-apiserver.
+	wants := []string{"No problems found", `[upgrade/staticpods] Component "kube-apiserver" upgraded successfully!`,
+		fmt.Sprintf("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to %q.", next.KubernetesVersion)}
+	if samePatch {
+		// What the guide says of this upgrade: the other components' manifests are equal.
+		wants = append(wants, "Current and new manifests of kube-controller-manager are equal, skipping upgrade",
+			"Current and new manifests of kube-scheduler are equal, skipping upgrade")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("steps 2 and 3 to %s printed no %q:\n%s", next.Version, want, out)
 		}
+	}
+	// The guide says plan finds nothing newer here, and shows no apply command.
+	const applyHint = "You can now apply the upgrade"
+	if printed := strings.Contains(out, applyHint); printed == samePatch {
+		t.Errorf("steps 2 and 3 to %s: kubeadm upgrade plan printed %q: %t, want %t:\n%s", next.Version, applyHint, printed, !samePatch, out)
 	}
 	if got := manifestImage(t, n); got != patchImage {
 		t.Fatalf("after kubeadm upgrade apply the manifest runs %s, want %s", got, patchImage)
@@ -78,7 +99,18 @@ func upgradeMinor(t *testing.T, n *node.Node, s swapped, next node.Release) {
 			t.Errorf("kubeadm upgrade node printed no %q:\n%s", want, out)
 		}
 	}
-	n.UpgradeKubelet(t, next)
+	if samePatch {
+		// The guide's check of what such an upgrade does not renew: the controller manager's
+		// and scheduler's kubeconfigs, listed with the others.
+		out, _ = n.RunBlock(t, docs.Operating, docs.KeyUpgradeCertsCheck)
+		for _, want := range []string{"controller-manager.conf", "scheduler.conf", "apiserver "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubeadm certs check-expiration lists no %q:\n%s", want, out)
+			}
+		}
+	} else {
+		n.UpgradeKubelet(t, next)
+	}
 
 	waitForAPIServer(t, n, patchImage, next.Version)
 	checkUpgraded(t, n, s, next)
@@ -172,9 +204,9 @@ func checkCgroupV1(t *testing.T) {
 // newLine is step 2's setting of NEW, "the release you upgrade to".
 var newLine = regexp.MustCompile(`(?m)^NEW=(\S+)$`)
 
-// setNew sets step 2's NEW to release next: the block names the newest release, which every
-// release but the newest replaces, as the guide says for a minor upgrade ("steps 1–3 above with
-// that release's ...").
+// setNew sets step 2's NEW to release next: the block names the newest minor's release, which
+// every other release replaces, as the guide says for a minor upgrade ("steps 1–3 above with
+// that release's ...") and as an operator does for the next release of the same patch.
 func setNew(t *testing.T, block string, next node.Release, all []node.Release) string {
 	t.Helper()
 	m := newLine.FindAllStringSubmatch(block, -1)
