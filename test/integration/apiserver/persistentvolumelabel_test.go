@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	volumehelpers "k8s.io/cloud-provider/volume/helpers"
 
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
@@ -88,7 +89,7 @@ func TestPersistentVolumeLabel(t *testing.T) {
 	ctx := context.Background()
 
 	// Nodes as kubelets would have registered them (none runs): a Node in each zone of the
-	// cloud volumes below (a requirement is added only when a Node carries it); two zones of
+	// cloud volumes below but the ap-south-1 ones (the cases of Nodes carrying none); two zones of
 	// one region, the host-path CSI driver's topology key (registered in their CSINodes), a
 	// node pool label, one node labelled with the beta keys only. node-b comes last: once
 	// the plugin knows it, it knows every Node before it.
@@ -125,6 +126,14 @@ func TestPersistentVolumeLabel(t *testing.T) {
 		t.Fatalf("the plugin never saw node-b: %v", err)
 	}
 
+	// The creator of each volume below hears of requirements no Node carries.
+	warned := &framework.WarningRecorder{}
+	warnedConfig := rest.CopyConfig(server.Config)
+	warnedConfig.WarningHandler = warned
+	warnedClient, err := kubernetes.NewForConfig(warnedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
 	zoneRegion := func(zone, region string) map[string]string {
 		return map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelTopologyRegion: region}
 	}
@@ -135,6 +144,9 @@ func TestPersistentVolumeLabel(t *testing.T) {
 		// wantLabels are the PV's labels as created; wantAffinity its one term's requirements.
 		wantLabels   map[string]string
 		wantAffinity []string
+		// wantWarnings is how many warnings the creator gets: one per requirement the volume
+		// states that no Node carries.
+		wantWarnings int
 	}{
 		{name: "CSITopology: a GCE PD CSI volume's zone key; the region by csi-translation-lib",
 			pv:         pvlPV("gce-pd-csi", csiSource("pd.csi.storage.gke.io", "projects/p/zones/us-central1-a/disks/d"), nil, nil, "topology.gke.io/zone=us-central1-a"),
@@ -168,15 +180,34 @@ func TestPersistentVolumeLabel(t *testing.T) {
 		{name: "Nodes: a node pool label is not read, though its one Node is in one zone today",
 			pv:         pvlPV("pool-gold", csiSource("hostpath.csi.k8s.io", "gold"), nil, nil, "pool=gold"),
 			wantLabels: nil, wantAffinity: []string{"pool=gold"}},
-		{name: "a zone no Node is in: labelled, no requirement (it would keep the volume's pods from every Node, for good)",
+		// What the volume says of itself is required as 1.30 required it, whatever the Nodes
+		// carry; what a CSI driver's topology or the Nodes suggest, only when a Node carries it.
+		{name: "VolumeID: a zone no Node is in: labelled and required, as 1.30",
 			pv: pvlPV("ebs-no-node", corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://ap-south-1a/vol-0123456789abcdef0"}},
 				nil, nil),
-			wantLabels: zoneRegion("ap-south-1a", "ap-south-1")},
+			wantLabels: zoneRegion("ap-south-1a", "ap-south-1"), wantAffinity: []string{corev1.LabelTopologyZone + "=ap-south-1a", corev1.LabelTopologyRegion + "=ap-south-1"},
+			wantWarnings: 2},
+		{name: "a provisioner's labels no Node carries: required, as 1.30",
+			pv:         pvlPV("provisioned-no-node", csiSource("ebs.csi.aws.com", "vol-0123456789abcdef2"), zoneRegion("ap-south-1b", "ap-south-1"), provisionedBy),
+			wantLabels: zoneRegion("ap-south-1b", "ap-south-1"), wantAffinity: []string{corev1.LabelTopologyZone + "=ap-south-1b", corev1.LabelTopologyRegion + "=ap-south-1"},
+			wantWarnings: 2},
+		{name: "CSITopology: a zone no Node is in: labelled, no requirement (it would keep the volume's pods from every Node, for good)",
+			pv:         pvlPV("ebs-csi-no-node", csiSource("ebs.csi.aws.com", "vol-0123456789abcdef3"), nil, nil, "topology.ebs.csi.aws.com/zone=ap-south-1c"),
+			wantLabels: zoneRegion("ap-south-1c", "ap-south-1"), wantAffinity: []string{"topology.ebs.csi.aws.com/zone=ap-south-1c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			created, err := client.CoreV1().PersistentVolumes().Create(ctx, tc.pv, metav1.CreateOptions{})
+			created, err := warnedClient.CoreV1().PersistentVolumes().Create(ctx, tc.pv, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			warnings := warned.Take()
+			if len(warnings) != tc.wantWarnings {
+				t.Errorf("warnings %q, want %d", warnings, tc.wantWarnings)
+			}
+			for _, w := range warnings {
+				if !strings.Contains(w, "stay Pending until one is") || !strings.Contains(w, tc.pv.Name) {
+					t.Errorf("warning %q does not say the volume's pods stay Pending", w)
+				}
 			}
 			if diff := cmp.Diff(tc.wantLabels, created.Labels); diff != "" {
 				t.Errorf("labels (-want +got):\n%s", diff)

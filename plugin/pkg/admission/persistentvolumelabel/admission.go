@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	cloudvolume "k8s.io/cloud-provider/volume"
@@ -77,8 +79,8 @@ type Plugin struct {
 	// nodes is the Nodes resolver, when configured; its indexers come with the informers.
 	nodes *nodes
 	// nodeIndex is the Nodes by label and zones counts them by zone and region, with the
-	// Nodes resolver or nodeAffinity Add: a requirement on a standard key is added only when
-	// a Node carries it.
+	// Nodes resolver or nodeAffinity Add: a requirement on a standard key the plugin infers
+	// from the cluster is added only when a Node carries it.
 	nodeIndex      cache.Indexer
 	zones          *zoneCounts
 	nodesSynced    func() bool
@@ -140,7 +142,8 @@ func New(cfg *admissionv1alpha1.PersistentVolumeLabelConfiguration) (*Plugin, er
 }
 
 // wantsNodes reports whether the plugin reads the Nodes: the Nodes resolver does, and
-// adding node affinity does (a requirement no Node carries is not added).
+// adding node affinity does (an inferred requirement no Node carries is not added; a stated
+// one is added with a warning).
 func (p *Plugin) wantsNodes() bool {
 	return p.nodes != nil || p.cfg.NodeAffinity == admissionv1alpha1.PersistentVolumeLabelNodeAffinityAdd
 }
@@ -223,6 +226,12 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	var zones []string
 	var zoneValue, region string
 	outcome, by := outcomeTrusted, admissionv1alpha1.PersistentVolumeLabelResolverName("")
+	// Where the volume says where it is (a provisioner's labels; an in-tree volume's
+	// identifier, read by VolumeID or an operator's rule, standing in for 1.30's cloud lookup),
+	// its requirements are added as 1.30 added them. What the plugin infers (a CSI volume's
+	// place, which 1.30 never labelled; a region from the Nodes) only when some Node carries it.
+	stated := true
+	var regionByNodes bool
 	if trustedZone, trustedRegion, key, trusted := provisionedLabels(pv); trusted {
 		set, err := volumehelpers.LabelZonesToSet(trustedZone)
 		if err != nil {
@@ -237,10 +246,21 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 			return notReady(a, "the Nodes and CSINodes are not listed yet")
 		}
 		var regionOfZones func(sets.Set[string]) string
+		nodesListed := true
 		if p.nodes != nil {
-			regionOfZones = p.nodes.regionOfZones
+			// A volume the Nodes resolver could not read may still take its region from the
+			// Nodes: then it waits for their list too.
+			regionOfZones = func(zones sets.Set[string]) string {
+				if nodesListed = readiness.Wait(ctx, p.nodesSynced, p.readyTimeout); !nodesListed {
+					return ""
+				}
+				return p.nodes.regionOfZones(zones)
+			}
 		}
 		found := resolve(p.resolvers, regionOfZones, pv)
+		if !nodesListed {
+			return notReady(a, "the Nodes are not listed yet")
+		}
 		zones, region = sets.List(found.zones), found.region
 		zoneValue = strings.Join(zones, cloudvolume.LabelMultiZoneDelimiter)
 		if msg := invalidLocation(zoneValue, region); msg != "" {
@@ -257,13 +277,21 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 			return nil
 		}
 		outcome, by = outcomeLabelled, found.by
+		stated = readFromIdentifier(found.by) && inTreeVolume(pv)
+		regionByNodes = found.regionByNodes
 	}
 	reqs := p.label(pv, zoneKeys, regionKeys, zoneValue, zones, region)
 	if len(reqs) > 0 && !affinityHasKeyOf(pv, reqs) {
-		if !readiness.Wait(ctx, p.nodesSynced, p.readyTimeout) {
-			return notReady(a, "the Nodes are not listed yet")
+		if !stated || regionByNodes {
+			if !readiness.Wait(ctx, p.nodesSynced, p.readyTimeout) {
+				return notReady(a, "the Nodes are not listed yet")
+			}
+			reqs = p.carriedRequirements(pv, reqs, func(req api.NodeSelectorRequirement) bool {
+				return !stated || slices.Contains(regionKeys, req.Key)
+			})
 		}
-		p.addRequirements(pv, reqs)
+		p.warnUncarried(ctx, pv, reqs)
+		addRequirements(pv, reqs)
 	}
 	count(a, outcome, by)
 	return nil
@@ -291,22 +319,57 @@ func (p *Plugin) label(pv *api.PersistentVolume, zoneKeys, regionKeys []string, 
 	return reqs
 }
 
-// addRequirements is upstream's rule, with the Nodes asked: every requirement some Node
-// carries (a Node labelled key=value for one of its values) goes into every term, unless
-// any of the requirements' keys already appears in any term (then none is added: the PV's
-// own affinity says where it is); a PV without a term gets one when there is a requirement
-// to add. A requirement no Node carries is left out: it would keep the volume's pods from
-// every Node, and a PV's affinity cannot be changed later (its labels can).
-func (p *Plugin) addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement) {
+// readFromIdentifier reports whether resolver by reads a volume's location from its
+// identifier (VolumeID, or an operator's rule for identifiers), as 1.30's cloud lookup did for
+// in-tree volumes, rather than inferring it from the cluster (a CSI driver's topology, the
+// Nodes).
+func readFromIdentifier(by admissionv1alpha1.PersistentVolumeLabelResolverName) bool {
+	return by == admissionv1alpha1.PersistentVolumeLabelResolverVolumeID || by == admissionv1alpha1.PersistentVolumeLabelResolverRules
+}
+
+// inTreeVolume reports whether pv is of an in-tree zonal source, the volumes 1.30 located.
+func inTreeVolume(pv *api.PersistentVolume) bool {
+	source, _ := inTreeZonalSource(pv)
+	return source != ""
+}
+
+// carriedRequirements returns reqs less those checked that no Node carries (a Node labelled
+// key=value for one of its values): an inferred requirement no Node carries would keep the
+// volume's pods from every Node, and a PV's affinity cannot be changed later (its labels can).
+func (p *Plugin) carriedRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement, checked func(api.NodeSelectorRequirement) bool) []api.NodeSelectorRequirement {
 	var held []api.NodeSelectorRequirement
 	for _, req := range reqs {
-		if p.zones.carried(req.Key, req.Values) {
+		if !checked(req) || p.zones.carried(req.Key, req.Values) {
 			held = append(held, req)
 		} else {
 			klog.V(2).InfoS("PersistentVolumeLabel: no Node carries the requirement; not added", "pv", pv.Name, "key", req.Key, "values", req.Values)
 		}
 	}
-	if len(held) == 0 {
+	return held
+}
+
+// warnUncarried tells the creator of each requirement added that no Node carries yet (a
+// stated one, added as 1.30 added it): the volume's pods stay Pending until such a Node
+// joins, and a mistaken rule or label is best seen now, while the PV can still be recreated.
+// Without the Node list (the server starting) it says nothing rather than wait.
+func (p *Plugin) warnUncarried(ctx context.Context, pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement) {
+	if p.zones == nil || !p.nodesSynced() {
+		return
+	}
+	for _, req := range reqs {
+		if !p.zones.carried(req.Key, req.Values) {
+			klog.InfoS("PersistentVolumeLabel: no Node carries a requirement the volume states; added as upstream added it", "pv", pv.Name, "key", req.Key, "values", req.Values)
+			warning.AddWarning(ctx, "", fmt.Sprintf("%s: no Node is labelled %s in %q yet: pods using PersistentVolume %s stay Pending until one is", PluginName, req.Key, req.Values, pv.Name))
+		}
+	}
+}
+
+// addRequirements is upstream's rule: every requirement goes into every term, unless any of
+// the requirements' keys already appears in any term (the caller checks: then none is added,
+// the PV's own affinity says where it is); a PV without a term gets one when there is a
+// requirement to add.
+func addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelectorRequirement) {
+	if len(reqs) == 0 {
 		return
 	}
 	if pv.Spec.NodeAffinity == nil {
@@ -321,7 +384,7 @@ func (p *Plugin) addRequirements(pv *api.PersistentVolume, reqs []api.NodeSelect
 		pv.Spec.NodeAffinity.Required.NodeSelectorTerms = terms
 	}
 	for i := range terms {
-		for _, req := range held {
+		for _, req := range reqs {
 			// Each term its own copy of the values.
 			req.Values = append([]string(nil), req.Values...)
 			terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)

@@ -2,6 +2,7 @@ package persistentvolumelabel
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	metricstestutil "k8s.io/component-base/metrics/testutil"
@@ -161,6 +163,11 @@ var clusterObjects = []runtime.Object{
 	cloudNode("az-2", "RegionOne"), cloudNode("east-a", "east"), cloudNode("existingDomain", "existingRegion"), cloudNode("zone-c", ""),
 }
 
+// warnings records the warnings admission adds to a request.
+type warnings []string
+
+func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
+
 func TestAdmit(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -170,6 +177,9 @@ func TestAdmit(t *testing.T) {
 		want *api.PersistentVolume
 		// wantRefusal is a substring of the 403's message.
 		wantRefusal string
+		// wantUncarried are the requirements ("key In [values]") the creator is warned no
+		// Node carries.
+		wantUncarried []string
 	}{
 		// Upstream's cases (v1.30), with resolvers where its cloud provider answered.
 		{name: "non-cloud PV ignored", pv: newPV(hostPath)},
@@ -284,17 +294,44 @@ func TestAdmit(t *testing.T) {
 			pv:   newPV(hostPath, withLabels(gaZone, "z1", gaRegion, ""), provisioned),
 			want: newPV(hostPath, withLabels(gaZone, "z1", gaRegion, ""), provisioned, withTerms(term(in(gaZone, "z1"))))},
 
-		// A requirement on a standard key only when a Node carries it.
-		{name: "a zone no Node is in: labelled, no requirement",
-			pv:   newPV(ebs("aws://ap-south-1a/vol-0123456789abcdef0")),
-			want: newPV(ebs("aws://ap-south-1a/vol-0123456789abcdef0"), withLabels(gaZone, "ap-south-1a", gaRegion, "ap-south-1"))},
+		// What the volume itself says (its identifier, a provisioner's labels, an operator's
+		// rule) is required as 1.30 required it, whatever the Nodes carry; what the cluster
+		// suggests (a CSI driver's topology, the Nodes), only when a Node carries it.
+		{name: "VolumeID: a zone no Node is in: labelled and required, as 1.30",
+			pv: newPV(ebs("aws://ap-south-1a/vol-0123456789abcdef0")),
+			want: newPV(ebs("aws://ap-south-1a/vol-0123456789abcdef0"), withLabels(gaZone, "ap-south-1a", gaRegion, "ap-south-1"),
+				withTerms(term(in(gaZone, "ap-south-1a"), in(gaRegion, "ap-south-1")))), wantUncarried: []string{"topology.kubernetes.io/zone In [\"ap-south-1a\"]", "topology.kubernetes.io/region In [\"ap-south-1\"]"}},
+		{name: "Rules: a zone no Node is in: labelled and required",
+			config: "rules:\n- source: Cinder\n  match: '^(?P<zone>az-[0-9]+)-'\n  zone: '${zone}'\n  region: RegionNine\n",
+			pv:     newPV(cinder("az-9-volume")),
+			want:   newPV(cinder("az-9-volume"), withLabels(gaZone, "az-9", gaRegion, "RegionNine"), withTerms(term(in(gaZone, "az-9"), in(gaRegion, "RegionNine")))), wantUncarried: []string{"topology.kubernetes.io/zone In [\"az-9\"]", "topology.kubernetes.io/region In [\"RegionNine\"]"}},
+		{name: "CSITopology: a zone no Node is in: labelled, no requirement",
+			pv: newPV(csi("ebs.csi.aws.com", "vol-0123456789abcdef0"), withTerms(term(in("topology.ebs.csi.aws.com/zone", "ap-south-1a")))),
+			want: newPV(csi("ebs.csi.aws.com", "vol-0123456789abcdef0"), withLabels(gaZone, "ap-south-1a", gaRegion, "ap-south-1"),
+				withTerms(term(in("topology.ebs.csi.aws.com/zone", "ap-south-1a"))))},
 		{name: "beta keys the Nodes do not carry: labelled, no requirement", config: "labelKeys: Beta\n",
 			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")))),
 			// node-b1 carries the beta region: that requirement is added.
 			want: newPV(hostPath, withLabels(betaZone, "zone-a", betaRegion, "region-1"), withTerms(term(in(corev1.LabelHostname, "node-a1"), in(betaRegion, "region-1"))))},
-		{name: "a region the Nodes do not carry: the zone's requirement only",
+		{name: "a provisioner's region the Nodes do not carry: required, as 1.30",
 			pv:   newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-9"), provisioned),
-			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-9"), provisioned, withTerms(term(in(gaZone, "zone-a"))))},
+			want: newPV(hostPath, withLabels(gaZone, "zone-a", gaRegion, "region-9"), provisioned, withTerms(term(in(gaZone, "zone-a"), in(gaRegion, "region-9")))), wantUncarried: []string{"topology.kubernetes.io/region In [\"region-9\"]"}},
+		{name: "Nodes: a region the Nodes do not carry: the zone's requirement only",
+			config: "resolvers: [Nodes, VolumeID]\n",
+			// node-zone-c has no region: the handle's region-9 completes the zone, no Node carries it.
+			pv:   newPV(csi("pd.csi.storage.gke.io", "projects/p/regions/region-9/disks/d"), withTerms(term(in(corev1.LabelHostname, "node-zone-c")))),
+			want: newPV(csi("pd.csi.storage.gke.io", "projects/p/regions/region-9/disks/d"), withLabels(gaZone, "zone-c", gaRegion, "region-9"), withTerms(term(in(corev1.LabelHostname, "node-zone-c"), in(gaZone, "zone-c"))))},
+		{name: "VolumeID on a CSI handle: a zone no Node is in: labelled, no requirement (a CSI volume's place is inferred)",
+			pv:   newPV(csi("pd.csi.storage.gke.io", "projects/p/zones/asia-east1-a/disks/d")),
+			want: newPV(csi("pd.csi.storage.gke.io", "projects/p/zones/asia-east1-a/disks/d"), withLabels(gaZone, "asia-east1-a", gaRegion, "asia-east1"))},
+		{name: "Rules on an in-tree volume, beta keys: the zone required, the Nodes' region only if a Node carries it (azure-fd0 carries the GA key only)",
+			config: "labelKeys: Beta\nrules:\n- source: Cinder\n  zone: '0'\n",
+			pv:     newPV(cinder("v")),
+			want:   newPV(cinder("v"), withLabels(betaZone, "0", betaRegion, "westeurope"), withTerms(term(in(betaZone, "0")))), wantUncarried: []string{"failure-domain.beta.kubernetes.io/zone In [\"0\"]"}},
+		{name: "Rules on an in-tree volume, the region from the Nodes of the zone: required, the region too (a Node carries it)",
+			config: "rules:\n- source: Cinder\n  zone: zone-a\n",
+			pv:     newPV(cinder("v")),
+			want:   newPV(cinder("v"), withLabels(gaZone, "zone-a", gaRegion, "region-1"), withTerms(term(in(gaZone, "zone-a"), in(gaRegion, "region-1"))))},
 		{name: "a regional volume: one zone carried is enough, every zone kept",
 			pv:   newPV(hostPath, withLabels(gaZone, "zone-a__zone-q", gaRegion, "region-1"), provisioned),
 			want: newPV(hostPath, withLabels(gaZone, "zone-a__zone-q", gaRegion, "region-1"), provisioned, withTerms(term(in(gaZone, "zone-a", "zone-q"), in(gaRegion, "region-1"))))},
@@ -368,7 +405,9 @@ func TestAdmit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlugin(t, tc.config, clusterObjects...)
 			pv := tc.pv.DeepCopy()
-			err := admissiontesting.WithReinvocationTesting(t, admission.NewChainHandler(p)).Admit(context.Background(), createAttributes(pv), nil)
+			var warned warnings
+			ctx := warning.WithWarningRecorder(context.Background(), &warned)
+			err := admissiontesting.WithReinvocationTesting(t, admission.NewChainHandler(p)).Admit(ctx, createAttributes(pv), nil)
 			if tc.wantRefusal != "" {
 				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.wantRefusal) {
 					t.Fatalf("got %v, want a 403 with %q", err, tc.wantRefusal)
@@ -377,6 +416,14 @@ func TestAdmit(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			var wantWarnings []string
+			for _, req := range tc.wantUncarried {
+				key, values, _ := strings.Cut(req, " In ")
+				wantWarnings = append(wantWarnings, fmt.Sprintf("PersistentVolumeLabel: no Node is labelled %s in %s yet: pods using PersistentVolume pv stay Pending until one is", key, values))
+			}
+			if diff := cmp.Diff(wantWarnings, []string(warned)); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 			want := tc.want
 			if want == nil {
@@ -430,15 +477,26 @@ func TestNotReady(t *testing.T) {
 	}{
 		{name: "a host-path volume without affinity", pv: newPV(hostPath)},
 		{name: "an NFS volume without affinity", pv: newPV(api.PersistentVolumeSource{NFS: &api.NFSVolumeSource{Server: "nfs", Path: "/export"}})},
-		{name: "a volume whose affinity has only the standard keys, none added",
+		{name: "a volume whose affinity has only the standard keys, none added", config: "resolvers: [CSITopology]\n",
 			pv:   newPV(csi("example.csi.io", "h"), withTerms(term(in(gaZone, "zone-x")))),
 			want: newPV(csi("example.csi.io", "h"), withLabels(gaZone, "zone-x"), withTerms(term(in(gaZone, "zone-x"))))},
+		{name: "a zone without a region, with the Nodes resolver: the region of the Nodes in the zone waits for them",
+			pv:          newPV(csi("example.csi.io", "h"), withTerms(term(in(gaZone, "zone-x")))),
+			wantRefusal: "not yet ready to handle request: the Nodes are not listed yet"},
+		{name: "an in-tree volume its ID gives a zone but no region: waits for the Nodes' region", config: "rules:\n- source: Cinder\n  zone: zone-a\n",
+			pv:          newPV(cinder("v")),
+			wantRefusal: "not yet ready to handle request: the Nodes are not listed yet"},
 		{name: "a volume the Nodes resolver could read waits", pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")))),
 			wantRefusal: "not yet ready to handle request: the Nodes and CSINodes are not listed yet"},
 		{name: "the Nodes listed but not the CSINodes: still waits", nodesListed: true,
 			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1")))), wantRefusal: "the Nodes and CSINodes are not listed yet"},
-		{name: "a volume located, whose requirements need the Nodes", pv: newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0")),
+		{name: "a volume a CSI driver's topology locates: its requirements need the Nodes", config: "resolvers: [CSITopology]\n",
+			pv:          newPV(csi("ebs.csi.aws.com", "vol-0123456789abcdef0"), withTerms(term(in("topology.ebs.csi.aws.com/zone", "eu-west-1b")))),
 			wantRefusal: "not yet ready to handle request: the Nodes are not listed yet"},
+		{name: "a volume its ID locates does not wait: its requirements are 1.30's", config: "resolvers: [VolumeID]\n",
+			pv: newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0")),
+			want: newPV(ebs("aws://us-east-1a/vol-0123456789abcdef0"), withLabels(gaZone, "us-east-1a", gaRegion, "us-east-1"),
+				withTerms(term(in(gaZone, "us-east-1a"), in(gaRegion, "us-east-1"))))},
 		{name: "without the Nodes resolver, a host-name affinity does not wait", config: "resolvers: [CSITopology]\n",
 			pv: newPV(hostPath, withTerms(term(in(corev1.LabelHostname, "node-a1"))))},
 		{name: "nodeAffinity None: a located volume does not wait", config: "resolvers: [VolumeID]\nnodeAffinity: None\n",

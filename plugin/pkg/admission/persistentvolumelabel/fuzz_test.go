@@ -47,8 +47,10 @@ func FuzzLoadConfiguration(f *testing.F) {
 // FuzzAdmit admits PVs whose identifiers, driver and affinity come from the fuzzer through
 // every resolver: the plugin admits or refuses (403), never panics; the zone and region it
 // writes are label values naming a place (no empty zone, no empty region), and each
-// requirement it adds names values of which some Node of the cluster carries one. The
-// properties are checked by the functions below, which share nothing with the plugin.
+// requirement it adds names values of which some Node of the cluster carries one, or values
+// the volume states itself (each part of an in-tree volume's identifier, or of the labels its
+// provisioner set), as 1.30 added them. The properties are checked by the functions below, which share
+// nothing with the plugin.
 func FuzzAdmit(f *testing.F) {
 	f.Add("pd.csi.storage.gke.io", "projects/p/zones/us-central1-a/disks/d", "topology.gke.io/zone", "us-central1-a", "aws://us-east-1a/vol-0123456789abcdef0")
 	f.Add("ebs.csi.aws.com", "aws://eu-west-1b/vol-01234567", "topology.ebs.csi.aws.com/zone", "eu-west-1b", "aws:///")
@@ -57,6 +59,7 @@ func FuzzAdmit(f *testing.F) {
 	f.Add("hostpath.csi.k8s.io", "h", "kubernetes.io/hostname", "node-a1", "aws://ap-south-1a/vol-0123456789abcdef0")
 	f.Add("disk.csi.azure.com", "h", "topology.disk.csi.azure.com/zone", "", "")
 	f.Add("", "", "topology.kubernetes.io/zone", "", "")
+	f.Add("ebs.csi.aws.com", "vol-1", "topology.ebs.csi.aws.com/zone", "ap-south-1a", "az-7-x")
 	p := newPlugin(f, "unresolved: Refuse\nrules:\n- source: CSI\n  match: '^(.*)/(.*)$'\n  zone: '$1'\n  region: '$2'\n- source: Cinder\n  match: '^(az-[0-9]+)'\n  zone: '$1'\n",
 		clusterObjects...)
 	f.Fuzz(func(t *testing.T, driver, handle, key, value, id string) {
@@ -65,6 +68,7 @@ func FuzzAdmit(f *testing.F) {
 			newPV(csi(driver, handle), affinity),
 			newPV(ebs(id), affinity),
 			newPV(gcePD(id)),
+			newPV(cinder(id)),
 			newPV(cinder(id), withLabels(gaZone, value, gaRegion, handle), provisioned),
 		} {
 			before := pv.DeepCopy()
@@ -88,8 +92,8 @@ func FuzzAdmit(f *testing.F) {
 				}
 			}
 			for _, req := range addedRequirements(before, pv) {
-				if problem := requirementProblem(req, clusterObjects); problem != "" {
-					t.Errorf("requirement %s In %q added: %s", req.Key, req.Values, problem)
+				if problem := requirementProblem(req, clusterObjects); problem != "" && !statedByVolume(req, before) {
+					t.Errorf("requirement %s In %q added: %s, and the volume does not state it", req.Key, req.Values, problem)
 				}
 			}
 		}
@@ -124,6 +128,33 @@ func addedRequirements(before, after *api.PersistentVolume) []api.NodeSelectorRe
 		added = append(added, term.MatchExpressions[had:]...)
 	}
 	return added
+}
+
+// statedByVolume reports whether every value of req is part of what the volume says of
+// itself before admission: an in-tree volume's identifier (1.30 never located a CSI volume)
+// or, provisioned, its labels.
+func statedByVolume(req api.NodeSelectorRequirement, pv *api.PersistentVolume) bool {
+	var stated []string
+	s := pv.Spec.PersistentVolumeSource
+	switch {
+	case s.AWSElasticBlockStore != nil:
+		stated = append(stated, s.AWSElasticBlockStore.VolumeID)
+	case s.GCEPersistentDisk != nil:
+		stated = append(stated, s.GCEPersistentDisk.PDName)
+	case s.Cinder != nil:
+		stated = append(stated, s.Cinder.VolumeID)
+	}
+	if _, ok := pv.Annotations["pv.kubernetes.io/provisioned-by"]; ok {
+		for _, v := range pv.Labels {
+			stated = append(stated, v)
+		}
+	}
+	for _, v := range req.Values {
+		if v == "" || !slices.ContainsFunc(stated, func(s string) bool { return strings.Contains(s, v) }) {
+			return false
+		}
+	}
+	return len(req.Values) > 0
 }
 
 // requirementProblem says what is wrong with a requirement added to a PV, given the cluster's

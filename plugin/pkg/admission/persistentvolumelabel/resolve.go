@@ -23,10 +23,12 @@ type resolver interface {
 	resolve(pv *api.PersistentVolume) location
 }
 
-// resolution is the merged answer of the resolvers, and which one gave the zones.
+// resolution is the merged answer of the resolvers, which one gave the zones, and whether
+// the region is the Nodes' (regionOfZones).
 type resolution struct {
 	location
-	by admissionv1alpha1.PersistentVolumeLabelResolverName
+	by            admissionv1alpha1.PersistentVolumeLabelResolverName
+	regionByNodes bool
 }
 
 // resolve asks the resolvers in order: the first to find zones (an empty value is none)
@@ -57,6 +59,7 @@ func resolve(resolvers []namedResolver, regionOfZones func(sets.Set[string]) str
 	}
 	if r.zones != nil && regionOfZones != nil {
 		r.region = regionOfZones(r.zones)
+		r.regionByNodes = r.region != ""
 	}
 	return r
 }

@@ -57,7 +57,9 @@ const (
 	// PersistentVolumeLabelNodeAffinityAdd is upstream's rule: a key In [values]
 	// requirement per label written is added to every term, unless any of those keys
 	// already appears in any term (then nothing is added); one term is created when there
-	// is none.
+	// is none. A requirement the plugin infers (a CSI volume's place, the Nodes) is added
+	// only when some Node carries it; one the volume states (an in-tree volume's identifier,
+	// a provisioner's labels) always, with a warning when no Node carries it.
 	PersistentVolumeLabelNodeAffinityAdd PersistentVolumeLabelNodeAffinity = "Add"
 	// PersistentVolumeLabelNodeAffinityNone writes labels only.
 	PersistentVolumeLabelNodeAffinityNone PersistentVolumeLabelNodeAffinity = "None"
