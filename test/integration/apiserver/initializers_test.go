@@ -368,7 +368,122 @@ func TestInitializers(t *testing.T) {
 			t.Errorf("initialized configmap keeps the label: %v", cm.Labels)
 		}
 	})
+
+	t.Run("a stale copy gets the API's 409 Conflict, which clients' retry loops expect", func(t *testing.T) {
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stale"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := cm.DeepCopy()
+		// The initializer removes itself; then a client writes its older copy back, as
+		// kubectl replace -f of a file saved before would.
+		delete(cm.Annotations, initializers.PendingAnnotation)
+		if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stale.Data = map[string]string{"edited": "yes"}
+		_, err = admin.CoreV1().ConfigMaps(ns).Update(ctx, stale, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the object has been modified") {
+			t.Fatalf("writing a stale copy: %v; want 409 Conflict, as without the plugin", err)
+		}
+	})
+
+	t.Run("a list written while the plugin was off, with a name the rules refuse, does not block removing the others", func(t *testing.T) {
+		off := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/initializers")
+		tooLong := strings.Repeat("a", 64) + ".example.com"
+		cm, err := off.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-while-off",
+			Annotations: map[string]string{initializers.PendingAnnotation: tooLong + ",configlabel.example.com"},
+			Labels:      map[string]string{initializers.UninitializedLabel: "true"}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, next := range []string{tooLong, ""} {
+			cm.Annotations[initializers.PendingAnnotation] = next
+			if cm, err = admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatalf("removing down to %q: %v", next, err)
+			}
+		}
+		if _, labelled := cm.Labels[initializers.UninitializedLabel]; labelled {
+			t.Errorf("initialized configmap keeps the label: %v", cm.Labels)
+		}
+	})
+
+	t.Run("a subresource that keeps the caller's metadata (namespaces/finalize) cannot change the list", func(t *testing.T) {
+		config := fromYAML(t, namespaceInitializerConfiguration)
+		if _, err := configs.Apply(ctx, config.GetName(), config, metav1.ApplyOptions{FieldManager: "kubectl"}); err != nil {
+			t.Fatal(err)
+		}
+		pendingNamespace := func(ctx context.Context) (bool, error) {
+			probe, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil && probe.Annotations[initializers.PendingAnnotation] == "nsinit.example.com", nil
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, pendingNamespace); err != nil {
+			t.Fatalf("the namespace configuration never applied: %v", err)
+		}
+		defer func() {
+			if err := configs.Delete(ctx, config.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				pending, err := pendingNamespace(ctx)
+				return !pending, err
+			}); err != nil {
+				t.Errorf("the namespace configuration stayed in force: %v", err)
+			}
+		}()
+		created, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pending-"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The developer may finalize namespaces, not initialize them.
+		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-finalizer"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces/finalize"}, Verbs: []string{"update"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "namespace-finalizer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "namespace-finalizer"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "developer", Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			review, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: developer, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "update", Resource: "namespaces", Subresource: "finalize", Name: created.Name}}}, metav1.CreateOptions{})
+			return err == nil && review.Status.Allowed, nil
+		}); err != nil {
+			t.Fatalf("the authorizer never allowed the developer to finalize: %v", err)
+		}
+		bypass, err := admin.CoreV1().Namespaces().Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(bypass.Annotations, initializers.PendingAnnotation)
+		_, err = asDeveloper.CoreV1().Namespaces().Finalize(ctx, bypass, metav1.UpdateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "not its finalize subresource") {
+			t.Fatalf("removing the list through namespaces/finalize: %v; want 422, the list changes through the object only", err)
+		}
+		got, err := admin.CoreV1().Namespaces().Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Annotations[initializers.PendingAnnotation] != "nsinit.example.com" {
+			t.Errorf("after the refused finalize the namespace's annotations are %v", got.Annotations)
+		}
+	})
 }
+
+// namespaceInitializerConfiguration holds namespaces for one initializer.
+const namespaceInitializerConfiguration = `
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: InitializerConfiguration
+metadata:
+  name: namespace-config
+initializers:
+  - name: nsinit.example.com
+    rules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        resources: [namespaces]
+`
 
 // runInitializer runs an initializer controller for name in ns, as an initializer would be
 // written with client-go: an informer on the uninitialized pods; for each whose list starts

@@ -6,6 +6,7 @@ package initializers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -135,15 +137,8 @@ func (p *Plugin) ReadinessCheck() healthz.HealthChecker {
 // Admit records the pending initializers of a new object, and holds an update of an object
 // pending initializers to 1.13's rules.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	switch a.GetSubresource() {
-	case "":
-	case "status":
-		// A status update may change an object's metadata (pods/status does): the list and
-		// the result may not change there. Other subresources keep the metadata.
-		if a.GetOperation() != admission.Update {
-			return nil
-		}
-	default:
+	if a.GetSubresource() != "" && a.GetOperation() != admission.Update {
+		// pods/binding, pods/eviction and the like create another kind of object.
 		return nil
 	}
 	accessor, err := meta.Accessor(a.GetObject())
@@ -189,7 +184,7 @@ func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj me
 			return err
 		}
 		var errs field.ErrorList
-		if pending, errs = parsePending(value); len(errs) > 0 {
+		if pending, errs = parsePending(value, nil); len(errs) > 0 {
 			return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), errs)
 		}
 	} else {
@@ -240,18 +235,26 @@ func createDenied(obj metav1.Object) string {
 }
 
 func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, old metav1.Object) error {
-	current, _ := parsePending(old.GetAnnotations()[PendingAnnotation])
+	current, _ := parsePending(old.GetAnnotations()[PendingAnnotation], nil)
 	// A list written while the plugin was off may hold empty names: they are no initializer,
 	// and an object with nothing else is not pending.
 	current = slices.DeleteFunc(current, func(name string) bool { return name == "" })
 	value := obj.GetAnnotations()[PendingAnnotation]
-	updated, errs := parsePending(value)
+	updated, errs := parsePending(value, current)
 	oldResult, newResult := old.GetAnnotations()[ResultAnnotation], obj.GetAnnotations()[ResultAnnotation]
 	changed := !slices.Equal(current, updated) || oldResult != newResult
+	if (changed || len(current) > 0) && stale(obj, old) {
+		// Mutating admission runs before the store compares resource versions: a stale
+		// copy would be judged against the stored list (an initializer that removed itself
+		// since looks added back). Answer as the store would, so that clients retry.
+		return apierrors.NewConflict(a.GetResource().GroupResource(), a.GetName(), errors.New(registry.OptimisticLockErrorMsg))
+	}
 	if changed {
 		if a.GetSubresource() != "" {
-			// The status strategies keep the spec (a pod's gates could not follow the list)
-			// and some drop label changes: the list changes through the object only.
+			// A subresource's strategy may keep the caller's metadata (pods/status,
+			// certificatesigningrequests/approval, namespaces/finalize do) without the spec
+			// (a pod's gates could not follow the list), or drop it: either way the list and
+			// the result change through the object only.
 			return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), field.ErrorList{
 				field.Forbidden(pendingPath, fmt.Sprintf("the pending initializers and the result change through the object, not its %s subresource", a.GetSubresource())),
 			})
@@ -291,6 +294,13 @@ func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, o
 	// The label follows the list; neither outlives it.
 	setPending(obj, updated)
 	return nil
+}
+
+// stale reports whether an update names a resource version other than the stored one's (an
+// update without one is unconditional).
+func stale(obj, old metav1.Object) bool {
+	rv := obj.GetResourceVersion()
+	return rv != "" && old.GetResourceVersion() != "" && rv != old.GetResourceVersion()
 }
 
 // ungate removes the gates of the initializers an update removes, and refuses an update

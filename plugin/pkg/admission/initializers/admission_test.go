@@ -106,6 +106,15 @@ func pendingPod(pending string, gates ...string) *api.Pod {
 	})
 }
 
+// tooLong is an initializer name whose first segment is over the 63 characters the rules
+// allow: a list written while the plugin was off may hold it.
+var tooLong = strings.Repeat("a", 64) + ".example.com"
+
+func withResourceVersion(p *api.Pod, rv string) *api.Pod {
+	p.ResourceVersion = rv
+	return p
+}
+
 func gates(p *api.Pod) []string {
 	var out []string
 	for _, g := range p.Spec.SchedulingGates {
@@ -365,6 +374,47 @@ func TestAdmitUpdate(t *testing.T) {
 			name: "pods/status: dropping the label keeps it, as the list is there",
 			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { *p = *pendingPod(all, allGates...); p.Labels = nil }), user: ordinaryUser, subresource: "status",
 			wantPending: all, wantGates: allGates,
+		},
+		{
+			name: "pods/resize, like every subresource: removing the list is refused (the list changes through the object only)",
+			old:  pendingPod(all, allGates...), new: pod(func(p *api.Pod) { p.Spec.SchedulingGates = pendingPod(all, allGates...).Spec.SchedulingGates }), user: initializerUser, subresource: "resize",
+			wantErr: apierrors.IsInvalid, wantErrText: "not its resize subresource",
+		},
+		{
+			name: "a stale copy (another resource version) gets the store's 409 before any initializer check",
+			old:  withResourceVersion(pendingPod("b.example.com,c.example.com", "b.example.com", "c.example.com"), "2"),
+			new:  withResourceVersion(pendingPod(all, allGates...), "1"), user: initializerUser,
+			wantErr: apierrors.IsConflict, wantErrText: `Operation cannot be fulfilled on pods "web": the object has been modified; please apply your changes to the latest version and try again`,
+		},
+		{
+			name: "a stale copy without initialize: 409 too, not 403",
+			old:  withResourceVersion(pendingPod("b.example.com,c.example.com", "b.example.com", "c.example.com"), "2"),
+			new:  withResourceVersion(pendingPod(all, allGates...), "1"), user: ordinaryUser,
+			wantErr: apierrors.IsConflict, wantErrText: "the object has been modified",
+		},
+		{
+			name: "the current resource version: judged as usual",
+			old:  withResourceVersion(pendingPod(all, allGates...), "2"), new: withResourceVersion(pendingPod("b.example.com,c.example.com", allGates...), "2"), user: initializerUser,
+			wantPending: "b.example.com,c.example.com", wantGates: []string{"b.example.com", "c.example.com"},
+		},
+		{
+			name: "a stale copy of an object never initialized is the store's to refuse",
+			old:  withResourceVersion(pod(nil), "2"), new: withResourceVersion(pod(func(p *api.Pod) { p.Labels = map[string]string{"app": "web"} }), "1"), user: ordinaryUser,
+		},
+		{
+			name: "a stored name the rules refuse (written while the plugin was off) does not block removing the others",
+			old:  pendingPod(tooLong+",b.example.com", "b.example.com"), new: pendingPod(tooLong, "b.example.com"), user: initializerUser,
+			wantPending: tooLong,
+		},
+		{
+			name: "nor removing it",
+			old:  pendingPod(tooLong+",b.example.com", "b.example.com"), new: pendingPod("b.example.com", "b.example.com"), user: initializerUser,
+			wantPending: "b.example.com", wantGates: []string{"b.example.com"},
+		},
+		{
+			name: "an update adding a name the rules refuse is refused",
+			old:  pendingPod("b.example.com", "b.example.com"), new: pendingPod(tooLong+",b.example.com", "b.example.com"), user: initializerUser,
+			wantErr: apierrors.IsInvalid, wantErrText: "must be no more than 63 bytes",
 		},
 		{
 			name: "pods/status: a result is refused",

@@ -37,8 +37,9 @@ var (
 )
 
 // parsePending reads a pending list as a client wrote it: fully qualified names, each once.
-// "" is the empty list.
-func parsePending(value string) ([]string, field.ErrorList) {
+// "" is the empty list. A name of stored is not validated again: a list written while the
+// plugin was off may hold one the rules refuse, and removing the others must stay possible.
+func parsePending(value string, stored []string) ([]string, field.ErrorList) {
 	if value == "" {
 		return nil, nil
 	}
@@ -46,7 +47,9 @@ func parsePending(value string) ([]string, field.ErrorList) {
 	var errs field.ErrorList
 	for i, name := range strings.Split(value, ",") {
 		name = strings.TrimSpace(name)
-		errs = append(errs, validation.ValidateInitializerName(pendingPath.Index(i), name)...)
+		if !slices.Contains(stored, name) {
+			errs = append(errs, validation.ValidateInitializerName(pendingPath.Index(i), name)...)
+		}
 		if slices.Contains(names, name) {
 			errs = append(errs, field.Duplicate(pendingPath.Index(i), name))
 		}
