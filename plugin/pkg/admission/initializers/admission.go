@@ -235,12 +235,14 @@ func createDenied(obj metav1.Object) string {
 }
 
 func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, old metav1.Object) error {
-	current, _ := parsePending(old.GetAnnotations()[PendingAnnotation], nil)
+	stored, _ := parsePending(old.GetAnnotations()[PendingAnnotation], nil)
 	// A list written while the plugin was off may hold empty names: they are no initializer,
 	// and an object with nothing else is not pending.
-	current = slices.DeleteFunc(current, func(name string) bool { return name == "" })
+	empty := func(name string) bool { return name == "" }
+	current := slices.DeleteFunc(slices.Clone(stored), empty)
 	value := obj.GetAnnotations()[PendingAnnotation]
-	updated, errs := parsePending(value, current)
+	updated, errs := parsePending(value, stored)
+	updated = slices.DeleteFunc(updated, empty)
 	oldResult, newResult := old.GetAnnotations()[ResultAnnotation], obj.GetAnnotations()[ResultAnnotation]
 	changed := !slices.Equal(current, updated) || oldResult != newResult
 	if (changed || len(current) > 0) && stale(obj, old) {
@@ -296,11 +298,16 @@ func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, o
 	return nil
 }
 
-// stale reports whether an update names a resource version other than the stored one's (an
-// update without one is unconditional).
+// stale reports whether an update names a resource version other than the stored one's, as
+// the store reads them: an update without one, or with 0, is unconditional, and a version
+// that is no number is the store's to refuse.
 func stale(obj, old metav1.Object) bool {
-	rv := obj.GetResourceVersion()
-	return rv != "" && old.GetResourceVersion() != "" && rv != old.GetResourceVersion()
+	rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	if err != nil || rv == 0 {
+		return false
+	}
+	stored, err := strconv.ParseUint(old.GetResourceVersion(), 10, 64)
+	return err == nil && stored != 0 && rv != stored
 }
 
 // ungate removes the gates of the initializers an update removes, and refuses an update

@@ -412,6 +412,21 @@ func TestAdmitUpdate(t *testing.T) {
 			wantPending: "b.example.com", wantGates: []string{"b.example.com"},
 		},
 		{
+			name: "a stored list with an empty name and a duplicate, copied as it is: unchanged, admitted",
+			old:  pendingPod("a.example.com,,a.example.com", "a.example.com"), new: pendingPod("a.example.com,,a.example.com", "a.example.com"), user: ordinaryUser,
+			wantPending: "a.example.com,a.example.com", wantGates: []string{"a.example.com"},
+		},
+		{
+			name: "a stored duplicate does not block another removal",
+			old:  pendingPod("a.example.com,a.example.com,b.example.com", "a.example.com", "b.example.com"), new: pendingPod("a.example.com,a.example.com", "a.example.com", "b.example.com"), user: initializerUser,
+			wantPending: "a.example.com,a.example.com", wantGates: []string{"a.example.com"},
+		},
+		{
+			name: "resourceVersion 0 is unconditional, as in the store: judged as usual",
+			old:  withResourceVersion(pendingPod(all, allGates...), "2"), new: withResourceVersion(pendingPod("b.example.com,c.example.com", allGates...), "0"), user: initializerUser,
+			wantPending: "b.example.com,c.example.com", wantGates: []string{"b.example.com", "c.example.com"},
+		},
+		{
 			name: "an update adding a name the rules refuse is refused",
 			old:  pendingPod("b.example.com", "b.example.com"), new: pendingPod(tooLong+",b.example.com", "b.example.com"), user: initializerUser,
 			wantErr: apierrors.IsInvalid, wantErrText: "must be no more than 63 bytes",

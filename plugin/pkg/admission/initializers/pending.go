@@ -37,8 +37,10 @@ var (
 )
 
 // parsePending reads a pending list as a client wrote it: fully qualified names, each once.
-// "" is the empty list. A name of stored is not validated again: a list written while the
-// plugin was off may hold one the rules refuse, and removing the others must stay possible.
+// "" is the empty list. A name of stored is not checked again (neither its form nor its being
+// there twice): a list written while the plugin was off may hold an empty name, one the rules
+// refuse or a duplicate, and removing the others must stay possible (isRemoval keeps an update
+// from adding one more).
 func parsePending(value string, stored []string) ([]string, field.ErrorList) {
 	if value == "" {
 		return nil, nil
@@ -47,9 +49,11 @@ func parsePending(value string, stored []string) ([]string, field.ErrorList) {
 	var errs field.ErrorList
 	for i, name := range strings.Split(value, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(stored, name) {
-			errs = append(errs, validation.ValidateInitializerName(pendingPath.Index(i), name)...)
+		if slices.Contains(stored, name) {
+			names = append(names, name)
+			continue
 		}
+		errs = append(errs, validation.ValidateInitializerName(pendingPath.Index(i), name)...)
 		if slices.Contains(names, name) {
 			errs = append(errs, field.Duplicate(pendingPath.Index(i), name))
 		}
