@@ -22,11 +22,12 @@ import (
 // from the same exported steps (NewConfig, Complete, CreateServerChain, PrepareRun, Run) so
 // that the distribution can add to the server between them: the APIs of ours in upstream
 // groups that are to be served (nativeapis.go), and the readiness checks
-// of the plugins of ours that are enabled. With nothing of ours enabled, it builds exactly
+// of the plugins of ours that are enabled, and the loopback configuration of those that
+// call the server as their requester. With nothing of ours enabled, it builds exactly
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
-func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, enforcementModes *enforcement.Decorator, admissionTrace *trace.Decorator) error {
+func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, loopback *portcullisadmission.LoopbackClientConfigs, enforcementModes *enforcement.Decorator, admissionTrace *trace.Decorator) error {
 	klog.Infof("Version: %+v", version.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
@@ -42,6 +43,11 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	// validating phase is known only here.
 	if err := enforcementModes.Err(); err != nil {
 		return err
+	}
+	// The plugins that call the server as their requester get its loopback configuration
+	// now that the chain is built, before anything is served.
+	if err := loopback.Set(config.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig); err != nil {
+		return fmt.Errorf("giving Portcullis admission plugins the loopback client configuration: %w", err)
 	}
 	// Who may trace is the server's authorizer's to say; it exists only now.
 	admissionTrace.SetAuthorizer(config.KubeAPIs.ControlPlane.Generic.Authorization.Authorizer)

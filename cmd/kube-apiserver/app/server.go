@@ -92,10 +92,12 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 				return err
 			}
 			// First among the decorators, so they see the plugins rather than upstream's
-			// wrappers; readiness before enforcement, whose wrappers hide the plugin's methods.
-			// The trace after them: a step's verdict is the one the chain sees.
+			// wrappers; readiness and the loopback configuration before enforcement, whose
+			// wrappers hide the plugin's methods. The trace after them: a step's verdict is
+			// the one the chain sees.
 			readiness := &portcullisadmission.ReadinessChecks{}
-			decorators := admission.Decorators{readiness, enforcementModes}
+			loopback := &portcullisadmission.LoopbackClientConfigs{}
+			decorators := admission.Decorators{readiness, loopback, enforcementModes}
 			admissionTrace := trace.New(portcullis.TraceOnRequest, portcullis.TraceAudit)
 			if admissionTrace != nil {
 				decorators = append(decorators, admissionTrace)
@@ -112,7 +114,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return run(ctx, completed, portcullis, readiness, enforcementModes, admissionTrace)
+			return run(ctx, completed, portcullis, readiness, loopback, enforcementModes, admissionTrace)
 		},
 		Args: noPositionalArgs,
 	}

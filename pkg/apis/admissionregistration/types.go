@@ -32,7 +32,21 @@ type Initializer struct {
 	Name string
 	// Rules are the resources the initializer cares about: any of them.
 	Rules []Rule
+	// MatchPolicy says whether the rules match the same objects requested through another
+	// group or version (Equivalent) or only those they name (Exact).
+	MatchPolicy *MatchPolicyType
 }
+
+// MatchPolicyType is how rules match a request made through another version of a resource.
+type MatchPolicyType string
+
+const (
+	// Exact matches only the group, version and resource the rules name.
+	Exact MatchPolicyType = "Exact"
+	// Equivalent also matches the same objects through every group and version that serves
+	// them.
+	Equivalent MatchPolicyType = "Equivalent"
+)
 
 // Rule is a tuple of API groups, API versions and resources; "*" is every one.
 type Rule struct {

@@ -35,6 +35,11 @@ func (in *Initializer) DeepCopyInto(out *Initializer) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.MatchPolicy != nil {
+		in, out := &in.MatchPolicy, &out.MatchPolicy
+		*out = new(MatchPolicyType)
+		**out = **in
+	}
 	return
 }
 

@@ -81,6 +81,14 @@ func schema_portcullis_k8s_api_admissionregistration_v1alpha1_Initializer(ref co
 							},
 						},
 					},
+					"matchPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MatchPolicy says how Rules match a request made through another version of a resource than the rules name, as a webhook's matchPolicy does:\n\n- Exact: only the group, version and resource the rules name. A creator who creates\n  through another served version (autoscaling/v1 for a rule naming autoscaling/v2\n  horizontalpodautoscalers) makes an object without this initializer.\n- Equivalent: also the same objects created through any other group or version that\n  serves them.\n\nDefaults to \"Equivalent\" (1.13 matched exactly; it had no such field).\n\nPossible enum values:\n - `\"Equivalent\"` also matches the same objects through every group and version that serves them.\n - `\"Exact\"` matches only the group, version and resource the rules name.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Equivalent", "Exact"},
+						},
+					},
 				},
 				Required: []string{"name"},
 			},

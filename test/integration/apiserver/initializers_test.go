@@ -7,16 +7,22 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
@@ -468,6 +474,172 @@ func TestInitializers(t *testing.T) {
 		if got.Annotations[initializers.PendingAnnotation] != "nsinit.example.com" {
 			t.Errorf("after the refused finalize the namespace's annotations are %v", got.Annotations)
 		}
+	})
+
+	t.Run("a failure result's deletion is the requester's: a policy on DELETE judges them, not the server", func(t *testing.T) {
+		// A policy that keeps service accounts from deleting pods, and one that keeps the
+		// server's own identity from it: the first must hold against a result, the second
+		// must not matter.
+		denyDeletesBy(t, admin, ns, "no-sa-pod-deletes", "service accounts may not delete pods", `!request.userInfo.username.startsWith('system:serviceaccount:')`)
+		denyDeletesBy(t, admin, ns, "no-apiserver-pod-deletes", "the API server may not delete pods", `request.userInfo.username != 'system:apiserver'`)
+		if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "initializer-with-delete"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "update", "patch", "delete", "initialize"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deleter"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bind(t, admin, ns, "deleter", rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "initializer-with-delete"}, "deleter",
+			&authorizationv1.ResourceAttributes{Namespace: ns, Verb: "delete", Resource: "pods"})
+		// The service account's own token: its user carries the token's extra (credential
+		// id) and UID, which the deletion must carry too.
+		token, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "deleter", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		config := rest.AnonymousClientConfig(server.Config)
+		config.BearerToken = token.Status.Token
+		asDeleter := kubernetes.NewForConfigOrDie(config)
+
+		q, err := admin.CoreV1().Pods(ns).Create(ctx, podWith(func(p *corev1.Pod) { p.Name = "q" }), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The policies are read from an informer: wait until a delete shows the first.
+		var last error
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = asDeleter.CoreV1().Pods(ns).Delete(ctx, "q", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "service accounts may not delete pods"), nil
+		}); err != nil {
+			t.Fatalf("the policy never refused the service account's delete (last answer: %v): %v", last, err)
+		}
+		q.Annotations[initializers.ResultAnnotation] = "x"
+		_, err = asDeleter.CoreV1().Pods(ns).Update(ctx, q, metav1.UpdateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "a failure result deletes the object") || !strings.Contains(err.Error(), "service accounts may not delete pods") {
+			t.Fatalf("the service account's result: %v; want 403 naming the deletion and the policy", err)
+		}
+		// The deletion would follow the request: q there, still pending, after a later
+		// request has been answered, was not deleted.
+		got, err := admin.CoreV1().Pods(ns).Get(ctx, "q", metav1.GetOptions{})
+		if err != nil || got.Annotations[initializers.PendingAnnotation] != both {
+			t.Fatalf("q after the refused result: %v, %v", err, got.GetAnnotations())
+		}
+
+		// The cluster administrator's result deletes q: the policy that keeps the server
+		// from deleting pods does not judge the administrator's deletion.
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			config := rest.CopyConfig(server.Config)
+			config.Impersonate = rest.ImpersonationConfig{UserName: "system:apiserver", Groups: []string{"system:masters"}}
+			last = kubernetes.NewForConfigOrDie(config).CoreV1().Pods(ns).Delete(ctx, "q", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "the API server may not delete pods"), nil
+		}); err != nil {
+			t.Fatalf("the policy never refused the server's delete (last answer: %v): %v", last, err)
+		}
+		got.Annotations[initializers.ResultAnnotation] = "x"
+		if _, err := admin.CoreV1().Pods(ns).Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "x") {
+			t.Fatalf("the administrator's result: %v; want the result's 500", err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := admin.CoreV1().Pods(ns).Get(ctx, "q", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			t.Errorf("q is not deleted after the administrator's result: %v", err)
+		}
+	})
+
+	t.Run("rules match an object created through another served version, unless matchPolicy is Exact", func(t *testing.T) {
+		config := fromYAML(t, hpaInitializerConfiguration)
+		if _, err := configs.Apply(ctx, config.GetName(), config, metav1.ApplyOptions{FieldManager: "kubectl"}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := configs.Delete(ctx, config.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		}()
+		stored, err := configs.Get(ctx, config.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		initializersOf, _, _ := unstructured.NestedSlice(stored.Object, "initializers")
+		if policy := initializersOf[0].(map[string]any)["matchPolicy"]; policy != "Equivalent" {
+			t.Errorf("the stored matchPolicy is %v, want the default Equivalent", policy)
+		}
+		hpa := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: autoscalingv1.HorizontalPodAutoscalerSpec{MaxReplicas: 2, ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+		// Through autoscaling/v1, for a rule naming autoscaling/v2.
+		pendingThroughV1 := func(want string) func(ctx context.Context) (bool, error) {
+			return func(ctx context.Context) (bool, error) {
+				created, err := admin.AutoscalingV1().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return err == nil && created.Annotations[initializers.PendingAnnotation] == want, nil
+			}
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, pendingThroughV1("hpa.example.com")); err != nil {
+			t.Fatalf("an autoscaling/v1 create is never held by the autoscaling/v2 rule: %v", err)
+		}
+		if err := unstructured.SetNestedField(initializersOf[0].(map[string]any), "Exact", "matchPolicy"); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedSlice(stored.Object, initializersOf, "initializers"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := configs.Update(ctx, stored, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, pendingThroughV1("")); err != nil {
+			t.Fatalf("with matchPolicy Exact, an autoscaling/v1 create is still held: %v", err)
+		}
+		created, err := admin.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: hpa.ObjectMeta,
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 2, ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil || created.Annotations[initializers.PendingAnnotation] != "hpa.example.com" {
+			t.Errorf("an autoscaling/v2 create with matchPolicy Exact: %v, %v", err, created.GetAnnotations())
+		}
+	})
+}
+
+// hpaInitializerConfiguration holds HorizontalPodAutoscalers created through autoscaling/v2,
+// and, with the default matchPolicy, through autoscaling/v1.
+const hpaInitializerConfiguration = `
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: InitializerConfiguration
+metadata:
+  name: hpa-config
+initializers:
+  - name: hpa.example.com
+    rules:
+      - apiGroups: [autoscaling]
+        apiVersions: [v2]
+        resources: [horizontalpodautoscalers]
+`
+
+// denyDeletesBy makes a ValidatingAdmissionPolicy, bound in ns, that refuses a pod's deletion
+// (403) with message unless the requester passes allowed (a CEL expression).
+func denyDeletesBy(t *testing.T, admin kubernetes.Interface, ns, name, message, allowed string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: allowed, Message: message, Reason: ptr(metav1.StatusReasonForbidden)}},
+		}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 }
 

@@ -253,7 +253,7 @@ func TestInitialResources(t *testing.T) {
 	etcd := framework.StartEtcd(t, bins.Etcd)
 	server := framework.StartAPIServer(t, bins.APIServer, etcd, "--etcd-prefix=/initialresources",
 		"--enable-admission-plugins=InitialResources",
-		"--admission-control-config-file="+initialResourcesConfig(t, prometheus.URL, "    fitLimitRanges: true\n"))
+		"--admission-control-config-file="+initialResourcesConfig(t, prometheus.URL, ""))
 	client := server.Client
 	for _, ns := range []string{"ir-a", "ir-b"} {
 		namedNamespace(t, client, ns)
@@ -405,6 +405,53 @@ func TestInitialResources(t *testing.T) {
 				wantRegular: []corev1.ResourceList{resourceList("1", "1Gi")}},
 		} {
 			t.Run(tc.name, func(t *testing.T) { tc.run(t, client) })
+		}
+	})
+
+	// fitLimitRanges by default: an estimate never turns an admission into a refusal. With
+	// 1.10's behaviour (fitLimitRanges: false), web's 250m was refused by LimitRanger: 422
+	// over a default limit of 100m, 403 under a min of 500m; without the plugin both pods are
+	// admitted.
+	t.Run("LimitRanges by default: an estimate over a default limit or under a min is fitted, not refused", func(t *testing.T) {
+		for _, lr := range []struct {
+			namespace string
+			item      corev1.LimitRangeItem
+			wantCPU   string
+		}{
+			{namespace: "ir-lr-default", item: corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: resourceList("100m", "")}, wantCPU: "100m"},
+			{namespace: "ir-lr-min", item: corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: resourceList("500m", "")}, wantCPU: "500m"},
+		} {
+			t.Run(lr.namespace, func(t *testing.T) {
+				namedNamespace(t, client, lr.namespace)
+				if _, err := client.CoreV1().LimitRanges(lr.namespace).Create(context.Background(), &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "limits"},
+					Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{lr.item}}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+					irContainer("web", "registry.local:5000/team/web:v1", nil)}}}
+				// The plugin's informer learns of the LimitRange: until it has, the dry run is
+				// refused or estimated at 250m.
+				var last error
+				err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+					got, err := client.CoreV1().Pods(lr.namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+					if err != nil {
+						last = err
+						return false, nil
+					}
+					cpu := got.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+					return cpu.Cmp(resource.MustParse(lr.wantCPU)) == 0, nil
+				})
+				if err != nil {
+					t.Fatalf("web in %s was never estimated at %s (last refusal: %v): %v", lr.namespace, lr.wantCPU, last, err)
+				}
+				created, err := client.CoreV1().Pods(lr.namespace).Create(context.Background(), probe, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatalf("web in %s: %v", lr.namespace, err)
+				}
+				if cpu := created.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse(lr.wantCPU)) != 0 {
+					t.Errorf("web in %s requests cpu %s, want %s", lr.namespace, cpu.String(), lr.wantCPU)
+				}
+			})
 		}
 	})
 

@@ -118,7 +118,9 @@ resources:
 			groupVersions: []string{"v1", "v1alpha1"},
 			object:        exampleInitializerConfiguration,
 			change: func(obj *unstructured.Unstructured) {
-				_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "podimage.example.com"}, map[string]any{"name": "sidecar.example.com"}}, "initializers")
+				// Each matchPolicy spelt out: left out, it reads back as Equivalent.
+				_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "podimage.example.com", "matchPolicy": "Exact"},
+					map[string]any{"name": "sidecar.example.com", "matchPolicy": "Equivalent"}}, "initializers")
 			},
 			schemaParts: []string{`"initializers"`, `"apiVersions"`},
 			invalid: func(obj *unstructured.Unstructured) {

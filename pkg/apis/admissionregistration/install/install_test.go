@@ -52,7 +52,8 @@ func TestInstallLeavesUpstreamsGroupAsItWas(t *testing.T) {
 }
 
 // TestRoundTrip decodes the 1.13 documentation's example to the internal version, as the
-// server does, encodes it back and compares; then converts random objects both ways.
+// server does (defaulting its matchPolicy to Equivalent), encodes it back and compares; then
+// converts random objects both ways.
 func TestRoundTrip(t *testing.T) {
 	scheme := newScheme()
 	codecs := serializer.NewCodecFactory(scheme)
@@ -62,7 +63,8 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []admissionregistration.Initializer{{Name: "podimage.example.com", Rules: []admissionregistration.Rule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}
+	equivalent := admissionregistration.Equivalent
+	want := []admissionregistration.Initializer{{Name: "podimage.example.com", Rules: []admissionregistration.Rule{{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}, MatchPolicy: &equivalent}}
 	internal, ok := obj.(*admissionregistration.InitializerConfiguration)
 	if !ok || !reflect.DeepEqual(internal.Initializers, want) {
 		t.Fatalf("decoded %#v", obj)

@@ -18,7 +18,7 @@ var (
 )
 
 func init() {
-	// The generated files register their conversions themselves; the defaults (none yet:
-	// 1.13 defaulted nothing) are registered here so a default added later is not missed.
+	// The generated files register their conversions themselves; the defaults
+	// (defaults.go) are registered here.
 	localSchemeBuilder.Register(RegisterDefaults)
 }

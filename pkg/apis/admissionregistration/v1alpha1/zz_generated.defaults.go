@@ -22,6 +22,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -29,5 +30,25 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&admissionregistrationv1alpha1.InitializerConfiguration{}, func(obj interface{}) {
+		SetObjectDefaults_InitializerConfiguration(obj.(*admissionregistrationv1alpha1.InitializerConfiguration))
+	})
+	scheme.AddTypeDefaultingFunc(&admissionregistrationv1alpha1.InitializerConfigurationList{}, func(obj interface{}) {
+		SetObjectDefaults_InitializerConfigurationList(obj.(*admissionregistrationv1alpha1.InitializerConfigurationList))
+	})
 	return nil
+}
+
+func SetObjectDefaults_InitializerConfiguration(in *admissionregistrationv1alpha1.InitializerConfiguration) {
+	for i := range in.Initializers {
+		a := &in.Initializers[i]
+		SetDefaults_Initializer(a)
+	}
+}
+
+func SetObjectDefaults_InitializerConfigurationList(in *admissionregistrationv1alpha1.InitializerConfigurationList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_InitializerConfiguration(a)
+	}
 }

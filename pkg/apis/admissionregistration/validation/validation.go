@@ -34,8 +34,13 @@ func validateInitializer(initializer *admissionregistration.Initializer, path *f
 	for i := range initializer.Rules {
 		errs = append(errs, validateRule(&initializer.Rules[i], path.Child("rules").Index(i))...)
 	}
+	if policy := initializer.MatchPolicy; policy != nil && !supportedMatchPolicies.Has(string(*policy)) {
+		errs = append(errs, field.NotSupported(path.Child("matchPolicy"), *policy, sets.List(supportedMatchPolicies)))
+	}
 	return errs
 }
+
+var supportedMatchPolicies = sets.New(string(admissionregistration.Exact), string(admissionregistration.Equivalent))
 
 // ValidateInitializerName checks an initializer's name: fully qualified (1.13's rule), and
 // a valid scheduling-gate name, which the Initializers plugin makes of a pod's initializers:

@@ -24,6 +24,11 @@ func initializer(name string, rules ...admissionregistration.Rule) admissionregi
 	return admissionregistration.Initializer{Name: name, Rules: rules}
 }
 
+func withMatchPolicy(i admissionregistration.Initializer, policy admissionregistration.MatchPolicyType) admissionregistration.Initializer {
+	i.MatchPolicy = &policy
+	return i
+}
+
 // The cases of Kubernetes 1.13's TestValidateInitializerConfiguration: the inputs and the
 // errors it expected (each wanted string is a part of the aggregated message).
 func TestValidateInitializerConfiguration(t *testing.T) {
@@ -101,6 +106,15 @@ func TestValidateInitializerConfiguration(t *testing.T) {
 			name:   "a subresource is not allowed",
 			config: configuration(initializer("initializer.k8s.io", rule(a, a, []string{"a/b"}))),
 			want:   []string{`initializers[0].rules[0].resources[0]: Invalid value: "a/b": must not specify subresources`},
+		},
+		{
+			name:   "matchPolicy Exact, Equivalent or unset",
+			config: configuration(withMatchPolicy(initializer("a.k8s.io", rule(a, a, a)), "Exact"), withMatchPolicy(initializer("b.k8s.io", rule(a, a, a)), "Equivalent"), initializer("c.k8s.io", rule(a, a, a))),
+		},
+		{
+			name:   "matchPolicy is one of Exact and Equivalent",
+			config: configuration(withMatchPolicy(initializer("a.k8s.io", rule(a, a, a)), "Loose")),
+			want:   []string{`initializers[0].matchPolicy: Unsupported value: "Loose": supported values: "Equivalent", "Exact"`},
 		},
 		{
 			name:   "the configuration's name must be a DNS subdomain",

@@ -6,11 +6,13 @@ package initializers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,13 +20,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
@@ -59,6 +66,9 @@ type Plugin struct {
 	authorizer    authorizer.Authorizer
 	dynamicClient dynamic.Interface
 	drained       <-chan struct{}
+	// clientAs is a loopback client that impersonates a user: the requester who set a
+	// failure result deletes the object through it.
+	clientAs func(user.Info) (dynamic.Interface, error)
 
 	// configurations are the InitializerConfigurations sorted by name, replaced whole on
 	// every change, so that a request reads them without a lock or a copy.
@@ -89,8 +99,29 @@ func New() *Plugin {
 func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
 
 // SetDynamicClient receives the loopback dynamic client, used to watch the
-// InitializerConfigurations and to delete an object whose initialization failed.
+// InitializerConfigurations and to record why an object whose initialization failed could
+// not be deleted.
 func (p *Plugin) SetDynamicClient(client dynamic.Interface) { p.dynamicClient = client }
+
+// SetLoopbackClientConfig receives the server's loopback client configuration, through
+// which the plugin deletes an object whose initialization failed as the user who set the
+// result. The server gives it once its admission chain is built, before it serves.
+func (p *Plugin) SetLoopbackClientConfig(config *rest.Config) error {
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return fmt.Errorf("%s: %w", PluginName, err)
+	}
+	config = rest.CopyConfig(config)
+	p.clientAs = func(u user.Info) (dynamic.Interface, error) {
+		// One transport for every user: the impersonation is a header of each request.
+		impersonating := *httpClient
+		impersonating.Transport = transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+			UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
+		}, httpClient.Transport)
+		return dynamic.NewForConfigAndClient(config, &impersonating)
+	}
+	return nil
+}
 
 // SetDrainedNotification receives the channel closed when the server has drained.
 func (p *Plugin) SetDrainedNotification(drained <-chan struct{}) { p.drained = drained }
@@ -136,7 +167,7 @@ func (p *Plugin) ReadinessCheck() healthz.HealthChecker {
 
 // Admit records the pending initializers of a new object, and holds an update of an object
 // pending initializers to 1.13's rules.
-func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	if a.GetSubresource() != "" && a.GetOperation() != admission.Update {
 		// pods/binding, pods/eviction and the like create another kind of object.
 		return nil
@@ -148,7 +179,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	}
 	switch a.GetOperation() {
 	case admission.Create:
-		return p.admitCreate(ctx, a, accessor)
+		return p.admitCreate(ctx, a, o, accessor)
 	case admission.Update:
 		old, err := meta.Accessor(a.GetOldObject())
 		if err != nil {
@@ -166,7 +197,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 // have changed the list in between: it applies the same decision again.
 type createDecision struct{ pending []string }
 
-func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj metav1.Object) error {
+func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, obj metav1.Object) error {
 	reinvocation := a.GetReinvocationContext()
 	if decided, ok := reinvocation.Value(PluginName).(createDecision); ok {
 		p.record(a, obj, decided.pending)
@@ -197,7 +228,12 @@ func (p *Plugin) admitCreate(ctx context.Context, a admission.Attributes, obj me
 			return notReady(a)
 		}
 		if configs := p.configurations.Load(); configs != nil {
-			pending = initializersFor(*configs, a.GetResource())
+			pending = initializersFor(*configs, a.GetResource(), func() []schema.GroupVersionResource {
+				if o == nil {
+					return nil
+				}
+				return o.GetEquivalentResourceMapper().EquivalentResourcesFor(a.GetResource(), "")
+			})
 		}
 	}
 	reinvocation.SetValue(PluginName, createDecision{pending: pending})
@@ -281,10 +317,6 @@ func (p *Plugin) admitUpdate(ctx context.Context, a admission.Attributes, obj, o
 		}
 	}
 	if newResult != "" && newResult != oldResult {
-		// A failure result deletes the object: the requester must be allowed to delete it.
-		if err := p.authorize(ctx, a, "delete", "a failure result deletes the object: update denied"); err != nil {
-			return err
-		}
 		return p.fail(ctx, a, old, newResult)
 	}
 	if pod, ok := a.GetObject().(*api.Pod); ok && a.GetSubresource() == "" {
@@ -331,14 +363,35 @@ func ungate(a admission.Attributes, pod, oldPod *api.Pod, current, updated []str
 // object once the request is done, as 1.13 deleted it. Not before: the storage retries an
 // update that admission refuses on a cached object against the stored one, and would find
 // it gone and answer 404 instead of the initializer's result.
+//
+// The deletion is the requester's, judged by the whole server as theirs: first as a dry run,
+// now, whose refusal (by authorization, a policy or webhook on DELETE, or a webhook that
+// cannot take a dry run) refuses the result; then for real, as them too. 1.13 deleted inside
+// the storage, where no DELETE admission ran; here a policy on DELETE cannot be stepped
+// around by a result.
 func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Object, result string) error {
 	status := failureStatus(result)
+	requester := a.GetUserInfo()
+	if p.clientAs == nil {
+		return apierrors.NewInternalError(fmt.Errorf("%s: the server did not give the plugin its loopback client configuration: a failure result cannot delete the object", PluginName))
+	}
+	client, err := p.clientAs(requester)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("%s: a client as %s: %w", PluginName, requester.GetName(), err))
+	}
+	resource, namespace, name, uid := a.GetResource(), a.GetNamespace(), a.GetName(), old.GetUID()
+	objects := client.Resource(resource).Namespace(namespace)
+	judgeCtx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	err = objects.Delete(judgeCtx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: []string{metav1.DryRunAll}})
+	cancel()
+	if err != nil {
+		return deletionRefused(requester, err)
+	}
 	if a.IsDryRun() {
 		return status
 	}
-	resource, namespace, name, uid := a.GetResource(), a.GetNamespace(), a.GetName(), old.GetUID()
-	// The deletion runs as the server (the loopback client) after the requester's delete was
-	// authorized: the requester's own audit event records that it is theirs.
+	// The requester's own audit event names the deletion; the deletion's event is theirs too
+	// (the server impersonating them).
 	if err := a.AddAnnotation(DeletionAuditAnnotation, fmt.Sprintf("%s %s/%s (uid %s)", resource.GroupResource(), namespace, name, uid)); err != nil {
 		klog.ErrorS(err, "Initializers: recording the deletion in the audit event", "resource", resource, "namespace", namespace, "name", name)
 	}
@@ -346,21 +399,62 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 		select {
 		case <-ctx.Done():
 		case <-p.drained:
+			klog.InfoS("Initializers: the server stopped before deleting an object whose initialization failed; it stays pending", "resource", resource, "namespace", namespace, "name", name)
 			return
 		}
 		deleteCtx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 		defer cancel()
-		err := p.dynamicClient.Resource(resource).Namespace(namespace).Delete(deleteCtx, name,
-			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := objects.Delete(deleteCtx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case err == nil:
-			klog.InfoS("Initializers: initialization failed; object deleted", "resource", resource, "namespace", namespace, "name", name, "result", status.ErrStatus.Message)
-		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			// A conflict: the UID differs, the object was deleted and created again.
-			klog.ErrorS(err, "Initializers: deleting an object whose initialization failed", "resource", resource, "namespace", namespace, "name", name)
+			klog.InfoS("Initializers: initialization failed; object deleted", "resource", resource, "namespace", namespace, "name", name, "user", requester.GetName(), "result", status.ErrStatus.Message)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone already, or deleted and created again (another UID): not this object's.
+		default:
+			// Refused between the dry run and now (a policy changed): the object stays, and
+			// says why.
+			klog.ErrorS(err, "Initializers: deleting an object whose initialization failed", "resource", resource, "namespace", namespace, "name", name, "user", requester.GetName())
+			p.recordDeletionError(resource, namespace, name, uid, requester, err)
 		}
 	})
 	return status
+}
+
+// deletionRefused is the answer to a failure result whose deletion the server refuses the
+// requester: the result is refused, with the deletion's code.
+func deletionRefused(requester user.Info, err error) error {
+	statusErr, ok := err.(apierrors.APIStatus)
+	if !ok {
+		return apierrors.NewInternalError(fmt.Errorf("%s: a failure result deletes the object, and judging that deletion as %s failed: %w", PluginName, requester.GetName(), err))
+	}
+	status := statusErr.Status()
+	status.Message = fmt.Sprintf("a failure result deletes the object, and the deletion, tried first as a dry run as %s, is refused: %s", requester.GetName(), status.Message)
+	return &apierrors.StatusError{ErrStatus: status}
+}
+
+// maxDeletionError bounds the message recorded on an object the server could not delete.
+const maxDeletionError = 1024
+
+// recordDeletionError records on an object why the deletion its failure result asked for
+// did not happen, as the server (the requester's deletion was refused).
+func (p *Plugin) recordDeletionError(resource schema.GroupVersionResource, namespace, name string, uid types.UID, requester user.Info, cause error) {
+	message := fmt.Sprintf("deleting as %s, as the failure result asked: %v", requester.GetName(), cause)
+	if len(message) > maxDeletionError {
+		message = strings.ToValidUTF8(message[:maxDeletionError], "")
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		// The UID makes the patch fail rather than annotate an object created again.
+		"uid":         uid,
+		"annotations": map[string]string{DeletionErrorAnnotation: message},
+	}})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+		defer cancel()
+		_, err = p.dynamicClient.Resource(resource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		klog.ErrorS(err, "Initializers: recording why an object whose initialization failed was not deleted", "resource", resource, "namespace", namespace, "name", name)
+	}
 }
 
 // authorize asks the authorizer whether the user may do verb on the request's object;

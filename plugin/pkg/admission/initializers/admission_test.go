@@ -2,9 +2,12 @@ package initializers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +21,11 @@ import (
 	admissiontesting "k8s.io/apiserver/pkg/admission/testing"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/apis/apps"
+	"k8s.io/kubernetes/pkg/apis/autoscaling"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/utils/ptr"
 
@@ -68,10 +73,10 @@ func configurations() []*admissionregistrationv1alpha1.InitializerConfiguration 
 }
 
 // newPlugin returns a ready plugin with configs, whose authorizer allows each user the
-// verbsOf it, and the dynamic client it deletes with.
-func newPlugin(t testing.TB, configs ...*admissionregistrationv1alpha1.InitializerConfiguration) (*Plugin, *dynamicfake.FakeDynamicClient) {
+// verbsOf it, and the clients it calls the server with.
+func newPlugin(t testing.TB, configs ...*admissionregistrationv1alpha1.InitializerConfiguration) (*Plugin, *clients) {
 	t.Helper()
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	c := &clients{server: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}
 	p := New()
 	p.SetAuthorizer(authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		if slices.Contains(verbsOf[a.GetUser().GetName()], a.GetVerb()) {
@@ -79,10 +84,61 @@ func newPlugin(t testing.TB, configs ...*admissionregistrationv1alpha1.Initializ
 		}
 		return authorizer.DecisionNoOpinion, "no rule allows it", nil
 	}))
-	p.SetDynamicClient(client)
+	p.SetDynamicClient(c.server)
+	p.clientAs = c.as
 	p.setConfigurations(configs)
 	p.ready = func() bool { return true }
-	return p, client
+	return p, c
+}
+
+// clients stand in for the server the plugin calls: as itself (server), and as a requester
+// (as), whose deletions the tests' server judges by verbsOf, then by refuse.
+type clients struct {
+	server *dynamicfake.FakeDynamicClient
+	// refuse is the server's answer to a deletion the requester may make: nil admits it.
+	refuse func(dryRun bool) error
+
+	mu        sync.Mutex
+	deletions []deletion
+}
+
+// deletion is a delete the plugin made as a user.
+type deletion struct {
+	user   string
+	dryRun bool
+	action clienttesting.DeleteAction
+}
+
+func (c *clients) as(u user.Info) (dynamic.Interface, error) {
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("delete", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		del := action.(clienttesting.DeleteAction)
+		dryRun := slices.Contains(del.GetDeleteOptions().DryRun, metav1.DryRunAll)
+		c.mu.Lock()
+		c.deletions = append(c.deletions, deletion{user: u.GetName(), dryRun: dryRun, action: del})
+		c.mu.Unlock()
+		if !slices.Contains(verbsOf[u.GetName()], "delete") {
+			return true, nil, apierrors.NewForbidden(del.GetResource().GroupResource(), del.GetName(), fmt.Errorf("User %q cannot delete", u.GetName()))
+		}
+		if c.refuse != nil {
+			return true, nil, c.refuse(dryRun)
+		}
+		return true, nil, nil
+	})
+	return client, nil
+}
+
+// made returns the deletions made so far, those for real (not dry runs) when real.
+func (c *clients) made(real bool) []deletion {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []deletion
+	for _, d := range c.deletions {
+		if !real || !d.dryRun {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func pod(mutate func(*api.Pod)) *api.Pod {
@@ -456,25 +512,54 @@ func TestAdmitUpdate(t *testing.T) {
 }
 
 func TestAFailureResultDeletesTheObject(t *testing.T) {
+	policyDenies := func(bool) error {
+		return apierrors.NewForbidden(podsResource.GroupResource(), "web", errors.New("ValidatingAdmissionPolicy 'no-deletes' denied request"))
+	}
 	for _, tc := range []struct {
 		name, result string
 		dryRun       bool
 		user         user.Info
-		wantCode     int32
-		wantMessage  string
-		wantDeleted  bool
+		// refuse is the server's answer to the requester's deletion (nil: admitted).
+		refuse      func(dryRun bool) error
+		wantCode    int32
+		wantMessage string
+		// wantJudged: the deletion was tried as a dry run as the requester; wantDeleted: and
+		// then made, once the request was done.
+		wantJudged, wantDeleted bool
+		// wantRecorded is the reason recorded on the object when the deletion was refused
+		// after the dry run admitted it.
+		wantRecorded string
 	}{
-		{name: "a Status", result: `{"message":"image not allowed","reason":"Forbidden","code":403}`, user: initializerUser, wantCode: http.StatusForbidden, wantMessage: "image not allowed", wantDeleted: true},
-		{name: "a message", result: "no sidecar for this image", user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no sidecar for this image", wantDeleted: true},
-		{name: "a dry run deletes nothing", result: "no", dryRun: true, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no"},
+		{name: "a Status", result: `{"message":"image not allowed","reason":"Forbidden","code":403}`, user: initializerUser, wantCode: http.StatusForbidden, wantMessage: "image not allowed", wantJudged: true, wantDeleted: true},
+		{name: "a message", result: "no sidecar for this image", user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no sidecar for this image", wantJudged: true, wantDeleted: true},
+		{name: "a dry run deletes nothing, but is judged", result: "no", dryRun: true, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "no", wantJudged: true},
+		{name: "a dry run's deletion refused: the dry run is refused", result: "no", dryRun: true, user: initializerUser, refuse: policyDenies, wantCode: http.StatusForbidden, wantMessage: "'no-deletes' denied", wantJudged: true},
 		{name: "without initialize, refused", result: "no", user: ordinaryUser, wantCode: http.StatusForbidden, wantMessage: "update to the initialization of a resource denied"},
-		{name: "without delete, refused: the result would delete the object", result: "no", user: initializeOnly, wantCode: http.StatusForbidden, wantMessage: "a failure result deletes the object: update denied"},
-		{name: "a 2xx code is a failure all the same", result: `{"message":"bad","code":200}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantDeleted: true},
-		{name: "a code that is no HTTP status", result: `{"message":"bad","code":1000}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantDeleted: true},
-		{name: "a negative code", result: `{"message":"bad","code":-1}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantDeleted: true},
+		{name: "without delete, refused: the result would delete the object", result: "no", user: initializeOnly, wantCode: http.StatusForbidden,
+			wantMessage: `a failure result deletes the object, and the deletion, tried first as a dry run as initialize-only, is refused: pods "web" is forbidden: User "initialize-only" cannot delete`, wantJudged: true},
+		{name: "a deletion a policy refuses the requester refuses the result", result: "no", user: initializerUser, refuse: policyDenies, wantCode: http.StatusForbidden,
+			wantMessage: "a failure result deletes the object, and the deletion, tried first as a dry run as initializer, is refused: pods \"web\" is forbidden: ValidatingAdmissionPolicy 'no-deletes' denied request", wantJudged: true},
+		{name: "a webhook that cannot take a dry run refuses the result", result: "no", user: initializerUser,
+			refuse: func(dryRun bool) error {
+				return apierrors.NewBadRequest(`admission webhook "audit.example.com" does not support dry run`)
+			},
+			wantCode: http.StatusBadRequest, wantMessage: `is refused: admission webhook "audit.example.com" does not support dry run`, wantJudged: true},
+		{name: "a deletion refused after its dry run is recorded on the object", result: "no", user: initializerUser,
+			refuse: func(dryRun bool) error {
+				if dryRun {
+					return nil
+				}
+				return policyDenies(false)
+			},
+			wantCode: http.StatusInternalServerError, wantMessage: "no", wantJudged: true, wantDeleted: true,
+			wantRecorded: `deleting as initializer, as the failure result asked: pods "web" is forbidden: ValidatingAdmissionPolicy 'no-deletes' denied request`},
+		{name: "a 2xx code is a failure all the same", result: `{"message":"bad","code":200}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantJudged: true, wantDeleted: true},
+		{name: "a code that is no HTTP status", result: `{"message":"bad","code":1000}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantJudged: true, wantDeleted: true},
+		{name: "a negative code", result: `{"message":"bad","code":-1}`, user: initializerUser, wantCode: http.StatusInternalServerError, wantMessage: "bad", wantJudged: true, wantDeleted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, client := newPlugin(t)
+			p, c := newPlugin(t)
+			c.refuse = tc.refuse
 			drained := make(chan struct{})
 			defer close(drained)
 			p.SetDrainedNotification(drained)
@@ -487,37 +572,59 @@ func TestAFailureResultDeletesTheObject(t *testing.T) {
 			if !ok || status.Status().Code != tc.wantCode || !strings.Contains(status.Status().Message, tc.wantMessage) {
 				t.Fatalf("got %v, want code %d with %q", err, tc.wantCode, tc.wantMessage)
 			}
-			deletes := func() []clienttesting.DeleteAction {
-				var out []clienttesting.DeleteAction
-				for _, action := range client.Actions() {
-					if d, ok := action.(clienttesting.DeleteAction); ok {
-						out = append(out, d)
-					}
-				}
-				return out
+			// While the request runs, the deletion is only judged: a dry run as the requester.
+			judged := c.made(false)
+			if got := len(judged); got != map[bool]int{true: 1}[tc.wantJudged] {
+				t.Fatalf("deletions during the request: %+v, want one dry run: %v", judged, tc.wantJudged)
 			}
-			// Nothing is deleted while the request runs.
-			if len(deletes()) != 0 {
-				t.Fatalf("deleted during the request: %v", deletes())
+			for _, d := range judged {
+				checkDeletion(t, d, tc.user.GetName(), true)
 			}
 			done()
 			p.deletions.Wait()
-			got := deletes()
+			got := c.made(true)
 			if !tc.wantDeleted {
 				if len(got) != 0 {
-					t.Fatalf("deleted after the request: %v", got)
+					t.Fatalf("deleted after the request: %+v", got)
 				}
 				return
 			}
-			if len(got) != 1 || got[0].GetName() != "web" || got[0].GetNamespace() != "default" ||
-				got[0].GetResource() != podsResource || *got[0].GetDeleteOptions().Preconditions.UID != "uid-1" {
-				t.Fatalf("deletes %+v, want the pod web with its UID as precondition", got)
+			if len(got) != 1 {
+				t.Fatalf("deletions after the request: %+v, want one", got)
 			}
+			checkDeletion(t, got[0], tc.user.GetName(), false)
 			// The requester's audit event says the deletion is theirs.
 			if got := attributes.annotations[DeletionAuditAnnotation]; got != "pods default/web (uid uid-1)" {
 				t.Errorf("audit annotation %s = %q", DeletionAuditAnnotation, got)
 			}
+			var patches []string
+			for _, action := range c.server.Actions() {
+				if patch, ok := action.(clienttesting.PatchAction); ok {
+					patches = append(patches, string(patch.GetPatch()))
+				}
+			}
+			if tc.wantRecorded == "" {
+				if len(patches) != 0 {
+					t.Errorf("patched %v, want nothing recorded", patches)
+				}
+				return
+			}
+			want := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"uid":"uid-1"}}`, DeletionErrorAnnotation, tc.wantRecorded)
+			if len(patches) != 1 || patches[0] != want {
+				t.Errorf("patched %v, want %s", patches, want)
+			}
 		})
+	}
+}
+
+// checkDeletion fails unless d deletes the pod web, as user, with its UID as precondition,
+// as a dry run or not.
+func checkDeletion(t *testing.T, d deletion, user string, dryRun bool) {
+	t.Helper()
+	options := d.action.GetDeleteOptions()
+	if d.user != user || d.dryRun != dryRun || d.action.GetName() != "web" || d.action.GetNamespace() != "default" ||
+		d.action.GetResource() != podsResource || options.Preconditions == nil || options.Preconditions.UID == nil || *options.Preconditions.UID != "uid-1" {
+		t.Errorf("deletion %+v (options %+v), want the pod web with its UID as precondition, as %s, dry run %v", d, options, user, dryRun)
 	}
 }
 
@@ -620,10 +727,62 @@ func TestMatching(t *testing.T) {
 	got := initializersFor(sortedByName([]*admissionregistrationv1alpha1.InitializerConfiguration{
 		configuration("z", initializer("x.example.com", rule("*", "*", "*"))),
 		configuration("a", initializer("y.example.com", rule("*", "*", "*")), initializer("x.example.com", rule("*", "*", "*"))),
-	}), podsResource)
+	}), podsResource, nil)
 	if want := []string{"y.example.com", "x.example.com"}; !slices.Equal(got, want) {
 		t.Errorf("initializersFor = %v, want %v", got, want)
 	}
+}
+
+// TestMatchPolicy: a rule for autoscaling/v2 horizontalpodautoscalers holds an object created
+// through autoscaling/v1 unless its initializer's match policy is Exact (1.13 matched exactly;
+// webhooks default to Equivalent, and so do initializers).
+func TestMatchPolicy(t *testing.T) {
+	v1 := schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}
+	v2 := v1.GroupResource().WithVersion("v2")
+	mapper := runtime.NewEquivalentResourceRegistry()
+	for _, r := range []schema.GroupVersionResource{v1, v2} {
+		mapper.RegisterKindFor(r, "", r.GroupVersion().WithKind("HorizontalPodAutoscaler"))
+	}
+	objectInterfaces := equivalentResources{ObjectInterfaces: admission.NewObjectInterfacesFromScheme(runtime.NewScheme()), mapper: mapper}
+	policy := func(p admissionregistrationv1alpha1.MatchPolicyType) *admissionregistrationv1alpha1.MatchPolicyType {
+		return &p
+	}
+	for _, tc := range []struct {
+		name     string
+		policy   *admissionregistrationv1alpha1.MatchPolicyType
+		resource schema.GroupVersionResource
+		want     string
+	}{
+		{name: "the version the rule names, Exact", policy: policy(admissionregistrationv1alpha1.Exact), resource: v2, want: "hpa.example.com"},
+		{name: "another served version, Exact: not held (1.13)", policy: policy(admissionregistrationv1alpha1.Exact), resource: v1},
+		{name: "another served version, Equivalent", policy: policy(admissionregistrationv1alpha1.Equivalent), resource: v1, want: "hpa.example.com"},
+		{name: "another served version, no policy: Equivalent by default", resource: v1, want: "hpa.example.com"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := initializer("hpa.example.com", rule("autoscaling", "v2", "horizontalpodautoscalers"))
+			i.MatchPolicy = tc.policy
+			p, _ := newPlugin(t, configuration("hpa", i))
+			created := &autoscaling.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
+			a := admission.NewAttributesRecord(created, nil, tc.resource.GroupVersion().WithKind("HorizontalPodAutoscaler"), "default", "web", tc.resource, "", admission.Create, &metav1.CreateOptions{}, false, ordinaryUser)
+			if err := p.Admit(context.Background(), a, objectInterfaces); err != nil {
+				t.Fatal(err)
+			}
+			if got := created.Annotations[PendingAnnotation]; got != tc.want {
+				t.Errorf("pending %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// equivalentResources are the server's object interfaces with its map of the resources
+// that serve the same objects.
+type equivalentResources struct {
+	admission.ObjectInterfaces
+	mapper runtime.EquivalentResourceMapper
+}
+
+func (e equivalentResources) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
+	return e.mapper
 }
 
 // TestStoredNameTooLongForAGate: a configuration stored before the 63-character limit is

@@ -50,17 +50,40 @@ func sortedByName(configs []*admissionregistrationv1alpha1.InitializerConfigurat
 
 // initializersFor returns the initializers whose rules match resource: configurations in
 // the order given (sortedByName), each configuration's initializers in order, each name once
-// (its first place). Nothing is allocated when none matches.
-func initializersFor(configs []*admissionregistrationv1alpha1.InitializerConfiguration, resource schema.GroupVersionResource) []string {
+// (its first place). equivalents, called at most once and only for an initializer whose
+// match policy is Equivalent that the rules do not match exactly, returns the resources that
+// serve the same objects (resource among them, or not). Nothing is allocated when none
+// matches.
+func initializersFor(configs []*admissionregistrationv1alpha1.InitializerConfiguration, resource schema.GroupVersionResource, equivalents func() []schema.GroupVersionResource) []string {
 	var names []string
+	var others []schema.GroupVersionResource
+	othersRead := false
 	for _, config := range configs {
 		for _, initializer := range config.Initializers {
-			if matchesAny(initializer.Rules, resource) && !slices.Contains(names, initializer.Name) {
+			if slices.Contains(names, initializer.Name) {
+				continue
+			}
+			matched := matchesAny(initializer.Rules, resource)
+			if !matched && equivalentPolicy(initializer.MatchPolicy) {
+				if !othersRead {
+					others, othersRead = equivalents(), true
+				}
+				matched = slices.ContainsFunc(others, func(other schema.GroupVersionResource) bool {
+					return other != resource && matchesAny(initializer.Rules, other)
+				})
+			}
+			if matched {
 				names = append(names, initializer.Name)
 			}
 		}
 	}
 	return names
+}
+
+// equivalentPolicy reports whether a match policy is Equivalent, its default: a
+// configuration read from another source than the API (which defaults it) may lack it.
+func equivalentPolicy(policy *admissionregistrationv1alpha1.MatchPolicyType) bool {
+	return policy == nil || *policy == admissionregistrationv1alpha1.Equivalent
 }
 
 // matchesAny reports whether any rule matches resource, as the API documents ("The

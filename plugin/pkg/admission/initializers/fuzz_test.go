@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"k8s.io/apiserver/pkg/authentication/user"
-	clienttesting "k8s.io/client-go/testing"
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
 
@@ -38,7 +37,7 @@ func FuzzAdmitUpdate(f *testing.F) {
 	users := []user.Info{initializerUser, initializeOnly, ordinaryUser}
 	f.Fuzz(func(t *testing.T, oldPending, newPending, result, gate string, who uint8, dryRun bool) {
 		requester := users[int(who)%len(users)]
-		p, client := newPlugin(t)
+		p, c := newPlugin(t)
 		old := pendingPod(oldPending)
 		for _, name := range names(oldPending) {
 			old.Spec.SchedulingGates = append(old.Spec.SchedulingGates, api.PodSchedulingGate{Name: name})
@@ -55,9 +54,14 @@ func FuzzAdmitUpdate(f *testing.F) {
 		err := p.Admit(request, updateAttributes(updated, old, requester, dryRun), nil)
 		done()
 		p.deletions.Wait()
-		deleted := slices.ContainsFunc(client.Actions(), func(a clienttesting.Action) bool { return a.GetVerb() == "delete" })
-		if deleted && (err == nil || result == "" || dryRun || requester != initializerUser || len(names(oldPending)) == 0) {
+		deleted := c.made(true)
+		if len(deleted) > 0 && (err == nil || result == "" || dryRun || requester != initializerUser || len(names(oldPending)) == 0) {
 			t.Fatalf("deleted by %s (dry run %v, result %q, old list %q): %v", requester.GetName(), dryRun, result, oldPending, err)
+		}
+		for _, d := range c.made(false) {
+			if d.user != requester.GetName() {
+				t.Fatalf("deleted as %s, not as the requester %s", d.user, requester.GetName())
+			}
 		}
 		if err != nil {
 			return

@@ -29,6 +29,9 @@ const (
 	// DeletionAuditAnnotation, on the audit event of the update that set a result, names the
 	// object the server deletes for it.
 	DeletionAuditAnnotation = "initializer.admission.portcullis.io/deletion"
+	// DeletionErrorAnnotation, on an object whose failure result was answered, says why the
+	// server could not delete it as the user who set the result.
+	DeletionErrorAnnotation = "initializer.admission.portcullis.io/deletion-error"
 )
 
 var (

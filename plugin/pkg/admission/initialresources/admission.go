@@ -160,7 +160,7 @@ func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) 
 		Handler:  admission.NewHandler(admission.Create),
 		sources:  cfg.Sources,
 		missWait: cfg.MissWait.Duration,
-		fit:      cfg.FitLimitRanges,
+		fit:      *cfg.FitLimitRanges,
 		cfg:      cfg,
 
 		requestsSet: map[string]map[api.ResourceName]metrics.CounterMetric{},

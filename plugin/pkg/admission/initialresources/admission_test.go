@@ -29,6 +29,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+	"k8s.io/utils/ptr"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
@@ -41,6 +42,8 @@ func newTestPlugin(t testing.TB, history usageHistory, mutate func(*admissionv1a
 		Sources:    []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourcePrometheus},
 		Prometheus: &admissionv1alpha1.InitialResourcesPrometheus{URL: "http://prometheus.invalid"},
 		MissWait:   &metav1.Duration{Duration: 5 * time.Second}, // the most allowed: the fake answers at once
+		// The estimates alone; the tests of fitting set it (it defaults to true).
+		FitLimitRanges: ptr.To(false),
 	}
 	if mutate != nil {
 		mutate(cfg)
@@ -633,7 +636,7 @@ func TestFitLimitRanges(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newTestPlugin(t, historyOf(history), func(c *admissionv1alpha1.InitialResourcesConfiguration) { c.FitLimitRanges = true })
+			p := newTestPlugin(t, historyOf(history), func(c *admissionv1alpha1.InitialResourcesConfiguration) { c.FitLimitRanges = ptr.To(true) })
 			objects := make([]runtime.Object, len(tc.ranges))
 			for i, lr := range tc.ranges {
 				objects[i] = lr
@@ -678,7 +681,7 @@ func TestFitLimitRanges(t *testing.T) {
 // (it could not be kept within them), and the pod is not held waiting.
 func TestFitLimitRangesBeforeTheyAreListed(t *testing.T) {
 	p := newTestPlugin(t, historyOf(map[string][2]int{"nginx": {50, 512 << 20}}), func(c *admissionv1alpha1.InitialResourcesConfiguration) {
-		c.FitLimitRanges = true
+		c.FitLimitRanges = ptr.To(true)
 	})
 	p.SetExternalKubeInformerFactory(informers.NewSharedInformerFactory(fake.NewClientset(), 0)) // never started
 	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{container("web", "nginx", nil, nil)}}}

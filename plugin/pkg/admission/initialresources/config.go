@@ -20,7 +20,8 @@ import (
 )
 
 // The defaults: 1.10's percentile, sample threshold and windows; a cache and a miss wait
-// that keep pod creation fast; cAdvisor's metric and label names as the kubelet exposes them.
+// that keep pod creation fast; cAdvisor's metric and label names as the kubelet exposes them;
+// estimates that fit the LimitRanges (1.10 did not fit them).
 const (
 	DefaultPercentile         int32 = 90
 	DefaultSamplesThreshold   int32 = 30
@@ -37,6 +38,7 @@ const (
 	DefaultImageLabel               = "image"
 	DefaultNamespaceLabel           = "namespace"
 	DefaultContainerLabel           = "container"
+	DefaultFitLimitRanges           = true
 
 	// maxMissWait keeps a miss far from the request timeout: admission is not the place to
 	// wait for a monitoring system.
@@ -81,6 +83,11 @@ func SetDefaults(cfg *admissionv1alpha1.InitialResourcesConfiguration) {
 	defaultDuration(&cfg.LongWindow, DefaultLongWindow)
 	defaultDuration(&cfg.CacheTTL, DefaultCacheTTL)
 	defaultDuration(&cfg.MissWait, DefaultMissWait)
+	if cfg.FitLimitRanges == nil {
+		// A plugin that only estimates never turns an admission into a refusal.
+		fit := DefaultFitLimitRanges
+		cfg.FitLimitRanges = &fit
+	}
 	if p := cfg.Prometheus; p != nil {
 		defaultDuration(&p.Timeout, DefaultPrometheusTimeout)
 		defaultDuration(&p.Step, DefaultPrometheusStep)
@@ -222,7 +229,7 @@ longWindow: 720h
 namespaceOnly: false
 cacheTTL: 10m
 missWait: 100ms
-fitLimitRanges: false
+fitLimitRanges: true
 verticalPodAutoscaler:
   recommendation: target
 `

@@ -24,13 +24,15 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := &admissionv1alpha1.InitialResourcesConfiguration{
-			Sources:               []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler},
-			Percentile:            ptrTo[int32](90),
-			SamplesThreshold:      ptrTo[int32](30),
-			ShortWindow:           &metav1.Duration{Duration: 7 * 24 * time.Hour},
-			LongWindow:            &metav1.Duration{Duration: 30 * 24 * time.Hour},
-			CacheTTL:              &metav1.Duration{Duration: 10 * time.Minute},
-			MissWait:              &metav1.Duration{Duration: 100 * time.Millisecond},
+			Sources:          []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler},
+			Percentile:       ptrTo[int32](90),
+			SamplesThreshold: ptrTo[int32](30),
+			ShortWindow:      &metav1.Duration{Duration: 7 * 24 * time.Hour},
+			LongWindow:       &metav1.Duration{Duration: 30 * 24 * time.Hour},
+			CacheTTL:         &metav1.Duration{Duration: 10 * time.Minute},
+			MissWait:         &metav1.Duration{Duration: 100 * time.Millisecond},
+			// An estimate never gets a pod refused (1.10: false).
+			FitLimitRanges:        ptrTo(true),
 			VerticalPodAutoscaler: &admissionv1alpha1.InitialResourcesVerticalPodAutoscaler{Recommendation: admissionv1alpha1.InitialResourcesRecommendationTarget},
 		}
 		cfg.TypeMeta = metav1.TypeMeta{}
@@ -41,6 +43,17 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestFitLimitRangesFalseIsKept: 1.10's behaviour stays one line away.
+func TestFitLimitRangesFalseIsKept(t *testing.T) {
+	cfg, err := LoadConfiguration(strings.NewReader("apiVersion: admission.portcullis.io/v1alpha1\nkind: InitialResourcesConfiguration\nfitLimitRanges: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.FitLimitRanges == nil || *cfg.FitLimitRanges {
+		t.Errorf("fitLimitRanges: false loaded as %v", cfg.FitLimitRanges)
+	}
+}
 
 func TestExampleConfigLoads(t *testing.T) {
 	cfg, err := LoadConfiguration(strings.NewReader(ExampleConfig))

@@ -3,6 +3,7 @@ package initialresources
 import (
 	"bytes"
 	"fmt"
+	"math/big"
 	"net/url"
 	"strings"
 	"testing"
@@ -141,7 +142,10 @@ func promName(s string) bool {
 // FuzzFitLimitRanges: with fitLimitRanges, whatever the namespace's LimitRange and the
 // estimate, Kubernetes' own LimitRanger (its defaulting then its validation, run here
 // after the plugin as in the chain) admits the pod the plugin changed whenever it admits
-// the pod unchanged; and no request set is zero.
+// the pod unchanged; no request set is zero; and, checked by containerWindow, computed
+// here from the LimitRange alone, the estimate is set, moved into the window the Container
+// item allows, whenever that window is not empty (with no Pod item, whose check may leave it
+// unset), and nothing is set outside it.
 func FuzzFitLimitRanges(f *testing.F) {
 	// milli-units (millicores); 0 leaves a field out. The pod: one container estimated,
 	// one ("other") that sets a request and limit.
@@ -212,9 +216,69 @@ func FuzzFitLimitRanges(f *testing.F) {
 		if r, ok := pod.Spec.Containers[0].Resources.Requests[api.ResourceCPU]; ok && r.Sign() <= 0 {
 			t.Fatalf("a request of %s was set", r.String())
 		}
-		set := pod.Spec.Containers[0].Resources.Requests[api.ResourceCPU]
+		set, isSet := pod.Spec.Containers[0].Resources.Requests[api.ResourceCPU]
 		if err := limitRanger(pod); err != nil {
 			t.Fatalf("LimitRanger admits the pod unchanged, and refuses it with the request %s set from %dm: %v", set.String(), estimate, err)
 		}
+		// The estimate is kept whenever it can be: the window the Container item allows,
+		// computed here from the LimitRange alone, decides what is set.
+		lower, upper, open := containerWindow(lr)
+		podItems := clamp(podMax) > 0 || clamp(podMin) > 0 || clamp(podRatio) > 0
+		switch {
+		case isSet && (set.MilliValue() < lower || (upper >= 0 && set.MilliValue() > upper)):
+			t.Fatalf("set %s, outside the window [%dm, %dm] the LimitRange allows", set.String(), lower, upper)
+		case podItems:
+			// The Pod item check is conservative: it may leave a request unset.
+		case clamp(estimate) == 0 || !open:
+			if isSet {
+				t.Fatalf("set %s from an estimate of %dm (window [%dm, %dm]), want nothing set", set.String(), estimate, lower, upper)
+			}
+		default:
+			want := max(clamp(estimate), lower)
+			if upper >= 0 {
+				want = min(want, upper)
+			}
+			if !isSet || set.MilliValue() != want {
+				t.Fatalf("set %v (%v) from an estimate of %dm, want %dm: the window is [%dm, %dm]", set.String(), isSet, estimate, want, lower, upper)
+			}
+		}
 	})
+}
+
+// containerWindow is the CPU request, in millicores, that a container setting neither request
+// nor limit may have under lr's Container items, as LimitRanger judges it: at least min and
+// at least default ÷ maxLimitRequestRatio (rounded up), and 1m; at most max and default (the
+// limit LimitRanger gives it). upper is -1 when unbounded; open is false when the window is
+// empty.
+func containerWindow(lr *corev1.LimitRange) (lower, upper int64, open bool) {
+	lower, upper = 1, -1
+	atMost := func(v int64) {
+		if upper < 0 || v < upper {
+			upper = v
+		}
+	}
+	for _, item := range lr.Spec.Limits {
+		if item.Type != corev1.LimitTypeContainer {
+			continue
+		}
+		if m, ok := item.Min[corev1.ResourceCPU]; ok {
+			lower = max(lower, m.MilliValue())
+		}
+		if m, ok := item.Max[corev1.ResourceCPU]; ok {
+			atMost(m.MilliValue())
+		}
+		if d, ok := item.Default[corev1.ResourceCPU]; ok {
+			atMost(d.MilliValue())
+			if r, ok := item.MaxLimitRequestRatio[corev1.ResourceCPU]; ok && r.MilliValue() > 0 {
+				// default (m) ÷ ratio (m / 1000), rounded up.
+				n, d := new(big.Int).Mul(big.NewInt(d.MilliValue()), big.NewInt(1000)), big.NewInt(r.MilliValue())
+				q, rem := new(big.Int).QuoRem(n, d, new(big.Int))
+				if rem.Sign() > 0 {
+					q.Add(q, big.NewInt(1))
+				}
+				lower = max(lower, q.Int64())
+			}
+		}
+	}
+	return lower, upper, upper < 0 || lower <= upper
 }

@@ -85,9 +85,11 @@ type InitialResourcesConfiguration struct {
 	// FitLimitRanges keeps an estimate within what the namespace's LimitRanges allow a
 	// container: at least their min, at most their max and their default limit (which
 	// LimitRanger gives a container that sets none), so that an estimate never gets the pod
-	// refused.
+	// refused. Defaults to true; false is 1.10's behaviour (and this field's default before
+	// v1.37.2+portcullis.1), where an estimate above a LimitRange's default limit or below
+	// its min gets the pod refused by LimitRanger.
 	// +optional
-	FitLimitRanges bool `json:"fitLimitRanges,omitempty"`
+	FitLimitRanges *bool `json:"fitLimitRanges,omitempty"`
 }
 
 // InitialResourcesPrometheus is a Prometheus server, and the names its container metrics

@@ -139,6 +139,11 @@ func (in *InitialResourcesConfiguration) DeepCopyInto(out *InitialResourcesConfi
 		*out = new(InitialResourcesVerticalPodAutoscaler)
 		**out = **in
 	}
+	if in.FitLimitRanges != nil {
+		in, out := &in.FitLimitRanges, &out.FitLimitRanges
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 

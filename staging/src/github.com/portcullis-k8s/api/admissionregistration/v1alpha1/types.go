@@ -49,7 +49,32 @@ type Initializer struct {
 	// about an object if it matches any Rule. Rule.Resources must not include subresources.
 	// +optional
 	Rules []Rule `json:"rules,omitempty"`
+
+	// MatchPolicy says how Rules match a request made through another version of a
+	// resource than the rules name, as a webhook's matchPolicy does:
+	//
+	// - Exact: only the group, version and resource the rules name. A creator who creates
+	//   through another served version (autoscaling/v1 for a rule naming autoscaling/v2
+	//   horizontalpodautoscalers) makes an object without this initializer.
+	// - Equivalent: also the same objects created through any other group or version that
+	//   serves them.
+	//
+	// Defaults to "Equivalent" (1.13 matched exactly; it had no such field).
+	// +optional
+	MatchPolicy *MatchPolicyType `json:"matchPolicy,omitempty"`
 }
+
+// MatchPolicyType is how rules match a request made through another version of a resource.
+// +enum
+type MatchPolicyType string
+
+const (
+	// Exact matches only the group, version and resource the rules name.
+	Exact MatchPolicyType = "Exact"
+	// Equivalent also matches the same objects through every group and version that serves
+	// them.
+	Equivalent MatchPolicyType = "Equivalent"
+)
 
 // Rule is a tuple of APIGroups, APIVersions and Resources.
 type Rule struct {
