@@ -3,7 +3,6 @@ package initialresources
 import (
 	"bytes"
 	"fmt"
-	"math/big"
 	"net/url"
 	"strings"
 	"testing"
@@ -270,13 +269,9 @@ func containerWindow(lr *corev1.LimitRange) (lower, upper int64, open bool) {
 		if d, ok := item.Default[corev1.ResourceCPU]; ok {
 			atMost(d.MilliValue())
 			if r, ok := item.MaxLimitRequestRatio[corev1.ResourceCPU]; ok && r.MilliValue() > 0 {
-				// default (m) ÷ ratio (m / 1000), rounded up.
-				n, d := new(big.Int).Mul(big.NewInt(d.MilliValue()), big.NewInt(1000)), big.NewInt(r.MilliValue())
-				q, rem := new(big.Int).QuoRem(n, d, new(big.Int))
-				if rem.Sign() > 0 {
-					q.Add(q, big.NewInt(1))
-				}
-				lower = max(lower, q.Int64())
+				// default (m) ÷ ratio (m / 1000), rounded up; the fuzz clamps values to 2^40m,
+				// so the product fits an int64.
+				lower = max(lower, (d.MilliValue()*1000+r.MilliValue()-1)/r.MilliValue())
 			}
 		}
 	}
