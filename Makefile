@@ -232,9 +232,17 @@ local-up:
 run: build etcd kube-controller-manager local-up ## a local control plane on 127.0.0.1 until Ctrl-C (RUN_DIR, API_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, PORTCULLIS_PROMETHEUS_URL)
 	@PORTCULLIS_BIN_DIR=$(BIN_DIR) exec $(BIN_DIR)/local-up
 
+# Our server with the tag portcullis_unbounded_caches: InitialResources's caches keep whatever
+# they are given. The InitialResources flood runs on it to show its proof of their bounds can
+# fail (internal/soak/irflood.go). Never released.
+.PHONY: unbounded-caches
+unbounded-caches:
+	@mkdir -p $(BIN_DIR)
+	$(GO) build -tags "kube$(KUBE_MINOR) portcullis_unbounded_caches" -o $(BIN_DIR)/kube-apiserver-unbounded-caches ./cmd/kube-apiserver
+
 .PHONY: build-test-binaries
 build-test-binaries: BUILD_PGO = $(PGO_FLAG)
-build-test-binaries: build etcd stock kube-controller-manager local-up kubeadm kubectl ## everything the integration suites run
+build-test-binaries: build unbounded-caches etcd stock kube-controller-manager local-up kubeadm kubectl ## everything the integration suites run
 
 # make test runs its suites as stages, each printing its minutes. The integration suites mostly
 # wait (servers starting, conditions polled), so the release tests, which compute (a link, the

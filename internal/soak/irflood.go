@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,13 +27,17 @@ import (
 )
 
 // The InitialResources flood: our server with InitialResources alone enabled (the chain's
-// stock plugins as they are), reading a Prometheus stand-in on loopback that holds every
-// query until the case ends, so every lookup the plugin starts stays started; then dry-run
-// pod creates, each with an image string of its own, that the plugin would look up. What the
-// server holds must not grow with the images sent: its growth is held to ceilings derived
-// from the plugin's documented bounds (docs/plugins/initialresources.md, "Bounds" and
-// "Sizing"; defaultLimits in plugin/pkg/admission/initialresources/cache.go, maxSamples in
-// its prometheus.go).
+// stock plugins as they are), reading a Prometheus stand-in on loopback that answers every
+// query at once with samples (too few in a namespace, enough anywhere, so both usage
+// history caches fill); then dry-run pod creates from several namespaces, each with an
+// image of its own, in two passes: short references, which fill the caches to their entry
+// bound, and long ones, which fill them to their byte bound. The caches' gauges must reach
+// each bound and never pass it; a quiet namespace's estimate, cached before the floods,
+// must survive them; the server's goroutines and RSS must grow by no more than ceilings
+// derived from the plugin's documented bounds (docs/plugins/initialresources.md, "Bounds"
+// and "Sizing"; cacheLimits in plugin/pkg/admission/initialresources/cache.go, maxSamples in
+// its prometheus.go). A server built with the tag portcullis_unbounded_caches (the caches
+// keep whatever they are given) must fail the same checks: the proof can fail.
 const (
 	// irCaches are the plugin's caches: usage history per image and namespace, per image
 	// for any namespace, and the VerticalPodAutoscaler source's two.
@@ -45,10 +50,15 @@ const (
 	// irPrometheusCaches are the caches whose lookups query Prometheus (the two of usage
 	// history).
 	irPrometheusCaches = 2
-	// irCacheBytes is what a cache holds as counted; irSampleBytes what one running
-	// lookup keeps of samples (524,288 samples of 8 bytes).
-	irCacheBytes  = 4 << 20
+	// irSampleBytes is what one running lookup keeps of samples (524,288 samples of 8
+	// bytes).
 	irSampleBytes = 4 << 20
+	// irEntryOverhead is what a cache counts an entry as beyond its key and value; an
+	// entry of the flood is at most that, a reference of 1,024 bytes and a namespace.
+	irEntryOverhead = 256
+	irMaxEntryBytes = irEntryOverhead + 1024 + 63
+	// irShare is the most of a cache one namespace may keep.
+	irShare = 0.25
 
 	// IRFloodMaxQueries is the most queries the stand-in may hold at once: the Prometheus
 	// caches' running lookups, each sending one query at a time.
@@ -60,27 +70,18 @@ const (
 	irClientGoroutines = 2 * (IRFloodMaxQueries + 2)
 	// irGoroutineMargin is for the server's own goroutines that come and go whatever the
 	// plugin does (the flood's last requests finishing, the readings' own requests, timers,
-	// watch and informer work): about the plugin's own bound again. (Measured: the whole
-	// growth was 20 to 23, the plugin's 16 started lookups and their connections included.)
+	// watch and informer work): about the plugin's own bound again.
 	irGoroutineMargin = 64
 	// IRFloodGoroutineCeiling bounds the server's goroutine growth from before the flood
-	// (after the control pass) to its end: 64 + 12 + 64 = 140. Unbounded, each distinct
-	// image held a goroutine and a connection (three goroutines) until Prometheus answered.
+	// (after the control pass) to its end: 64 + 12 + 64 = 140.
 	IRFloodGoroutineCeiling = irPluginGoroutines + irClientGoroutines + irGoroutineMargin
 	// irGoroutinesPerRequest bounds what one request in flight adds (the HTTP/2 stream's
 	// handler, the timeout filter's goroutine, and what the admission chain starts).
 	irGoroutinesPerRequest = 8
-
-	// irPluginBytes is what the plugin may hold by its documented bounds: 16 MiB across
-	// its four caches and 32 MiB of samples (the Prometheus caches' four running
-	// lookups, 4 MiB each; the two others' are not samples and count in their caches).
-	irPluginBytes = irCaches*irCacheBytes + 2*IRFloodMaxQueries*irSampleBytes
-	// IRFloodRSSCeiling bounds the server's RSS growth over the flood: the plugin's bound
-	// twice (Go's collector, at GOGC=100, lets the heap reach twice what is live before it
-	// collects), plus 32 MiB for the allocator and the flood's own garbage beyond the
-	// control pass's. 128 MiB.
-	IRFloodRSSCeiling = 2*irPluginBytes + 32<<20
 )
+
+// The gauges of the caches the flood fills, as their cache label names them.
+var irFloodCaches = []string{"history", "cluster"}
 
 // IRFloodPeakGoroutineCeiling bounds the growth at its peak during the flood, which also
 // counts the flood's requests in flight: one per client.
@@ -88,34 +89,67 @@ func IRFloodPeakGoroutineCeiling(clients int) int {
 	return IRFloodGoroutineCeiling + clients*irGoroutinesPerRequest
 }
 
-// irFloodNamespace holds the flood's pods.
-const irFloodNamespace = "irflood"
+// irPluginBytes is what the plugin may hold by its documented bounds with caches of
+// cacheBytes each: its four caches and the samples of the Prometheus caches' four running
+// lookups (4 MiB each).
+func irPluginBytes(cacheBytes int) int64 {
+	return irCaches*int64(cacheBytes) + 2*IRFloodMaxQueries*irSampleBytes
+}
+
+// IRFloodRSSCeiling bounds the server's RSS growth over the flood: the plugin's bound
+// twice (Go's collector, at GOGC=100, lets the heap reach twice what is live before it
+// collects), plus 32 MiB for the allocator and the flood's own garbage beyond the control
+// pass's: 128 MiB with the default 4 MiB caches.
+func IRFloodRSSCeiling(cacheBytes int) int64 { return 2*irPluginBytes(cacheBytes) + 32<<20 }
+
+// The flood's namespaces: irFloodNamespaces() are the ones that flood; irQuietNamespace
+// creates one pod of one image before and after.
+const (
+	irFloodNamespacePrefix = "irflood-"
+	irQuietNamespace       = "irquiet"
+	irQuietImage           = "registry.example/quiet/app:v1"
+)
 
 // IRFloodOptions size the InitialResources flood.
 type IRFloodOptions struct {
-	// Images is how many dry-run pod creates the flood sends, each with an image string of
-	// its own; the control pass before it sends as many. 0 skips the case.
+	// Images is how many dry-run pod creates each of the flood's two passes sends, each
+	// with an image string of its own; the control pass before them sends as many. 0
+	// skips the case. Enough to fill the caches: at least 1.2 × CacheEntries.
 	Images int
+	// Namespaces send them in turn.
+	Namespaces int
 	// Clients send them, each on its own connection, in a closed loop.
 	Clients int
 	// Timeout bounds each pass; creates still unsent when it passes are not sent.
 	Timeout time.Duration
+	// CacheEntries and CacheBytes are the plugin's cacheEntries and cacheBytes.
+	CacheEntries, CacheBytes int
+	// Unbounded runs the flood on kube-apiserver-unbounded-caches (built with the tag
+	// portcullis_unbounded_caches), whose caches keep everything: its checks must fail.
+	Unbounded bool
 }
 
 // IRFloodResult is what the flood measured.
 type IRFloodResult struct {
 	Options IRFloodOptions
-	// Mix counts the flood's image strings by kind (imageKinds).
+	// Mix counts a flood pass's image strings by kind (imageKinds).
 	Mix map[string]int
 	// Control is the pass before the flood: the same number of pods, image strings of the
-	// same kinds and sizes, but every container sets its requests, so the plugin looks
-	// nothing up. It brings the server to the state the request load alone leads to.
-	Control, Flood FloodPass
-	// Before is read after the control pass, After right after the flood's last answer.
+	// same kinds, but every container sets its requests, so the plugin looks nothing up.
+	// It brings the server to the state the request load alone leads to. Short and Long
+	// are the flood's passes, of short and of long references.
+	Control, Short, Long FloodPass
+	// Before is read after the control pass, After right after the last pass's answer.
 	Before, After ServerUsage
-	// Peak is the most read during the flood (RSS every 100 ms, goroutines every 300 ms,
-	// and After).
+	// Peak is the most read during the flood (RSS every 100 ms, the rest every 300 ms, and
+	// After).
 	Peak ServerUsage
+	// AfterShort and AfterLong are the caches read after each pass.
+	AfterShort, AfterLong map[string]CacheReading
+	// QuietBefore and QuietAfter say whether the quiet namespace's pod got its estimate
+	// before the flood (from the stand-in) and after it (from the cache: the stand-in then
+	// fails every query).
+	QuietBefore, QuietAfter bool
 	// Queries is how many queries the stand-in received; MaxHeld the most it held at once.
 	Queries int64
 	MaxHeld int
@@ -126,11 +160,20 @@ type IRFloodResult struct {
 	Dir                            string
 }
 
+// CacheReading is what a cache's gauges said.
+type CacheReading struct {
+	Entries, Bytes float64
+	// LargestShare is portcullis_initialresources_cache_largest_namespace_share.
+	LargestShare float64
+}
+
 // ServerUsage is what the server held at one reading.
 type ServerUsage struct {
 	Goroutines int
 	// RSS is VmRSS from /proc/<pid>/status, in bytes; HWM is VmHWM, the most it ever was.
 	RSS, HWM uint64
+	// Caches are the caches' gauges, by cache.
+	Caches map[string]CacheReading
 }
 
 // FloodPass is one pass of dry-run creates.
@@ -167,25 +210,49 @@ func (r *IRFloodResult) failures() []string {
 	add := func(format string, args ...any) {
 		out = append(out, "InitialResources flood: "+fmt.Sprintf(format, args...))
 	}
+	o := r.Options
 	for _, pass := range []struct {
 		name string
 		p    FloodPass
-	}{{"control pass", r.Control}, {"flood", r.Flood}} {
-		if unsent := r.Options.Images - pass.p.Sent; unsent > 0 {
-			add("%s: %d creates not sent within %s", pass.name, unsent, r.Options.Timeout)
+	}{{"control pass", r.Control}, {"short references", r.Short}, {"long references", r.Long}} {
+		if unsent := o.Images - pass.p.Sent; unsent > 0 {
+			add("%s: %d creates not sent within %s", pass.name, unsent, o.Timeout)
 		}
 		if n := pass.p.Sent - pass.p.Admitted; n > 0 {
 			add("%s: %d dry-run creates failed (%s); the plugin never refuses a pod", pass.name, n, formatCounts(pass.p.Failures))
 		}
 	}
+	for _, c := range irFloodCaches {
+		peak, short, long := r.Peak.Caches[c], r.AfterShort[c], r.AfterLong[c]
+		if peak.Entries > float64(o.CacheEntries) {
+			add("the %s cache kept %.0f entries, over its bound of %d", c, peak.Entries, o.CacheEntries)
+		}
+		if peak.Bytes > float64(o.CacheBytes) {
+			add("the %s cache kept %s, over its bound of %s", c, formatMiB(int64(peak.Bytes)), formatMiB(int64(o.CacheBytes)))
+		}
+		if short.Entries < float64(o.CacheEntries) {
+			add("the short references left the %s cache at %.0f entries, under its bound of %d: the flood did not reach it", c, short.Entries, o.CacheEntries)
+		}
+		if long.Bytes < float64(o.CacheBytes-irMaxEntryBytes) {
+			add("the long references left the %s cache at %s, more than an entry under its bound of %s: the flood did not reach it", c, formatMiB(int64(long.Bytes)), formatMiB(int64(o.CacheBytes)))
+		}
+		if peak.LargestShare > irShare {
+			add("one namespace kept %.3f of the %s cache, over its share of %.2f", peak.LargestShare, c, irShare)
+		}
+	}
+	if !r.QuietBefore {
+		add("the quiet namespace's pod got no estimate before the flood: nothing to keep")
+	} else if !r.QuietAfter {
+		add("the quiet namespace's estimate did not survive the other namespaces' flood")
+	}
 	if g := r.GoroutineGrowth(); g > IRFloodGoroutineCeiling {
 		add("goroutines grew by %d, over the ceiling of %d", g, IRFloodGoroutineCeiling)
 	}
-	if g, c := r.PeakGoroutineGrowth(), IRFloodPeakGoroutineCeiling(r.Options.Clients); g > c {
+	if g, c := r.PeakGoroutineGrowth(), IRFloodPeakGoroutineCeiling(o.Clients); g > c {
 		add("goroutines grew by %d at the flood's peak, over the ceiling of %d", g, c)
 	}
-	if g := r.PeakRSSGrowth(); g > IRFloodRSSCeiling {
-		add("RSS grew by %s at the flood's peak, over the ceiling of %s", formatMiB(g), formatMiB(IRFloodRSSCeiling))
+	if g, c := r.PeakRSSGrowth(), IRFloodRSSCeiling(o.CacheBytes); g > c {
+		add("RSS grew by %s at the flood's peak, over the ceiling of %s", formatMiB(g), formatMiB(c))
 	}
 	if r.MaxHeld > IRFloodMaxQueries {
 		add("the stand-in held %d queries at once, more than the %d the plugin runs", r.MaxHeld, IRFloodMaxQueries)
@@ -193,11 +260,23 @@ func (r *IRFloodResult) failures() []string {
 	if r.Queries == 0 {
 		add("the plugin sent the stand-in no query: the flood measured nothing")
 	}
-	if r.Shed == 0 {
-		add("no lookup was shed: the flood did not reach the plugin's bound on lookups")
-	}
 	if r.Panics.Count > 0 {
 		add("%d panics in the logs, the first: %s", r.Panics.Count, r.Panics.First[0])
+	}
+	return out
+}
+
+// ProofFailures lists what the flood on the server with unbounded caches failed to show:
+// its checks of the entry and byte bounds must fail there, or they prove nothing.
+func (r *IRFloodResult) ProofFailures() []string {
+	failed := r.failures()
+	var out []string
+	// The entry bound's check says "… entries, over its bound", the byte bound's "… MiB,
+	// over its bound".
+	for _, bound := range []string{"entries, over its bound", "MiB, over its bound"} {
+		if !slices.ContainsFunc(failed, func(f string) bool { return strings.Contains(f, bound) }) {
+			out = append(out, fmt.Sprintf("InitialResources flood on %s: no check failed with %q: the proof of the caches' bounds cannot fail", UnboundedBinary, bound))
+		}
 	}
 	return out
 }
@@ -217,14 +296,37 @@ func RunIRFlood(ctx context.Context, opts Options) (*IRFloodResult, error) {
 	return env.runIRFlood(ctx)
 }
 
+// UnboundedBinary is the server built with the tag portcullis_unbounded_caches.
+const UnboundedBinary = "kube-apiserver-unbounded-caches"
+
+// irFloodConfig is make run's configuration with the stand-in as the plugin's Prometheus
+// (the plugin's defaults: both sources, 100 ms miss wait, 10 s query timeout) and the
+// caches sized as the options say.
+func irFloodConfig(o IRFloodOptions, prometheusURL string) (string, error) {
+	config := controlplane.AdmissionConfig(false, prometheusURL)
+	sized := strings.NewReplacer(
+		fmt.Sprintf("cacheEntries: %d\n", initialresources.DefaultCacheEntries), fmt.Sprintf("cacheEntries: %d\n", o.CacheEntries),
+		fmt.Sprintf("cacheBytes: %s\n", initialresources.DefaultCacheBytes), fmt.Sprintf("cacheBytes: %d\n", o.CacheBytes),
+	).Replace(config)
+	if o.CacheEntries != int(initialresources.DefaultCacheEntries) && sized == config {
+		return "", errors.New("make run's InitialResources entry spells out no cacheEntries to size")
+	}
+	return sized, nil
+}
+
 // runIRFlood starts etcd, the stand-in and our server, then runs the control pass and the
 // flood, reading the server's usage around and during the flood.
 func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, err error) {
 	o := e.opts.IRFlood
 	dir := filepath.Join(e.opts.WorkDir, "irflood")
-	for _, binary := range []string{e.etcdBinary, e.binaries[Ours]} {
-		if _, err := os.Stat(binary); err != nil {
-			return nil, fmt.Errorf("the flood needs %s: %w", binary, err)
+	binary := e.binaries[Ours]
+	if o.Unbounded {
+		binary = filepath.Join(e.opts.BinDir, UnboundedBinary)
+		dir += "-unbounded"
+	}
+	for _, b := range []string{e.etcdBinary, binary} {
+		if _, err := os.Stat(b); err != nil {
+			return nil, fmt.Errorf("the flood needs %s: %w", b, err)
 		}
 	}
 	result = &IRFloodResult{Options: o, Dir: dir}
@@ -235,15 +337,17 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 		}
 	}()
 
-	prom := startStuckPrometheus()
+	prom := startInstantPrometheus()
 	stops = append(stops, prom.close)
-	config := filepath.Join(dir, "admission-config.yaml")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	// make run's configuration with PORTCULLIS_PROMETHEUS_URL set: the plugin's defaults
-	// (both sources, 100 ms miss wait, 10 s query timeout), the stand-in as its Prometheus.
-	if err := os.WriteFile(config, []byte(controlplane.AdmissionConfig(false, prom.url())), 0o600); err != nil {
+	configText, err := irFloodConfig(o, prom.url())
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(dir, "admission-config.yaml")
+	if err := os.WriteFile(config, []byte(configText), 0o600); err != nil {
 		return nil, err
 	}
 	etcd, err := startEtcdMember(ctx, e.etcdBinary, filepath.Join(dir, "etcd"), false)
@@ -251,14 +355,15 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 		return nil, err
 	}
 	stops = append(stops, etcd.stop)
-	setup := serverSetup{binary: e.binaries[Ours], kind: Ours, pki: e.pki, etcdURL: etcd.clientURL,
+	setup := serverSetup{binary: binary, kind: Ours, pki: e.pki, etcdURL: etcd.clientURL,
 		admissionConfig: config, plugins: []string{initialresources.PluginName}}
 	server, err := startAPIServer(ctx, setup, filepath.Join(dir, "apiserver"))
 	if err != nil {
 		return nil, err
 	}
 	stops = append(stops, server.stop)
-	if err := prepareIRFlood(ctx, server.client); err != nil {
+	namespaces := irFloodNamespaces(o.Namespaces)
+	if err := prepareIRFlood(ctx, server.client, append([]string{irQuietNamespace}, namespaces...)); err != nil {
 		return nil, err
 	}
 	clients, err := controlplane.Clients(server.admin, o.Clients)
@@ -269,8 +374,11 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 	pid := server.process.Pid()
 	e.progressf("InitialResources flood: control pass, %d dry-run creates (requests set) from %d clients", o.Images, o.Clients)
 	control := newUsageSampler(ctx, server, pid)
-	result.Control = floodPass(ctx, clients, "control", o.Images, true, o.Timeout)
+	result.Control = floodPass(ctx, clients, namespaces, "control", o.Images, true, o.Timeout)
 	control.stop()
+	if result.QuietBefore, err = quietEstimate(ctx, server.client, true); err != nil {
+		return nil, err
+	}
 	if result.Before, err = readUsage(ctx, server, pid); err != nil {
 		return nil, err
 	}
@@ -279,21 +387,31 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 		return nil, err
 	}
 
-	e.progressf("InitialResources flood: %d dry-run creates with distinct images from %d clients, Prometheus stuck", o.Images, o.Clients)
+	e.progressf("InitialResources flood: %d dry-run creates with distinct short references, then as many long ones, from %d namespaces and %d clients", o.Images, o.Namespaces, o.Clients)
 	sampler := newUsageSampler(ctx, server, pid)
-	result.Flood = floodPass(ctx, clients, "flood", o.Images, false, o.Timeout)
+	result.Short = floodPass(ctx, clients, namespaces, "short", o.Images, false, o.Timeout)
+	if result.AfterShort, err = readCaches(ctx, server); err != nil {
+		return nil, err
+	}
+	result.Long = floodPass(ctx, clients, namespaces, "long", o.Images, false, o.Timeout)
 	peak := sampler.stop()
 	if result.After, err = readUsage(ctx, server, pid); err != nil {
 		return nil, err
 	}
+	result.AfterLong = result.After.Caches
 	after, err := readMetrics(ctx, server)
 	if err != nil {
 		return nil, err
 	}
-	result.Peak = ServerUsage{Goroutines: max(peak.Goroutines, result.After.Goroutines), RSS: max(peak.RSS, result.After.RSS), HWM: result.After.HWM}
+	result.Peak = maxUsage(peak, result.After)
+	result.Peak.HWM = result.After.HWM
+	prom.fail()
+	if result.QuietAfter, err = quietEstimate(ctx, server.client, false); err != nil {
+		return nil, err
+	}
 	result.Mix = map[string]int{}
 	for i := range o.Images {
-		_, kind := floodImage("flood", i)
+		_, kind := floodImage("short", i)
 		result.Mix[kind]++
 	}
 	result.Queries, result.MaxHeld = prom.counts()
@@ -305,66 +423,105 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 		*m.into = after[series] - before[series]
 	}
 	result.Panics, err = FindPanics(server.logFile(), filepath.Join(etcd.dir, "etcd.log"))
-	e.progressf("  InitialResources flood: %d of %d admitted in %s; goroutines %d → %d (peak %d), RSS %s → %s (peak %s); %d queries, at most %d held; %.0f lookups shed",
-		result.Flood.Admitted, o.Images, result.Flood.Elapsed().Round(time.Millisecond), result.Before.Goroutines, result.After.Goroutines, result.Peak.Goroutines,
-		formatMiB(int64(result.Before.RSS)), formatMiB(int64(result.After.RSS)), formatMiB(int64(result.Peak.RSS)), result.Queries, result.MaxHeld, result.Shed)
+	e.progressf("  InitialResources flood: %d + %d of %d admitted in %s + %s; caches %s; goroutines %d → %d (peak %d), RSS %s → %s (peak %s); %d queries, at most %d held",
+		result.Short.Admitted, result.Long.Admitted, o.Images, result.Short.Elapsed().Round(time.Millisecond), result.Long.Elapsed().Round(time.Millisecond),
+		describeCaches(result.Peak.Caches), result.Before.Goroutines, result.After.Goroutines, result.Peak.Goroutines,
+		formatMiB(int64(result.Before.RSS)), formatMiB(int64(result.After.RSS)), formatMiB(int64(result.Peak.RSS)), result.Queries, result.MaxHeld)
 	return result, err
 }
 
-// prepareIRFlood creates the namespace and its default ServiceAccount (no controller
-// manager runs), then waits until a dry-run create of a flood pod is admitted.
-func prepareIRFlood(ctx context.Context, client kubernetes.Interface) error {
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: irFloodNamespace}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", irFloodNamespace, err)
+func irFloodNamespaces(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", irFloodNamespacePrefix, i)
 	}
-	if _, err := client.CoreV1().ServiceAccounts(irFloodNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the default ServiceAccount: %w", err)
+	return out
+}
+
+// prepareIRFlood creates the namespaces and their default ServiceAccounts (no controller
+// manager runs), then waits until a dry-run create of a flood pod is admitted.
+func prepareIRFlood(ctx context.Context, client kubernetes.Interface, namespaces []string) error {
+	for _, ns := range namespaces {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+		if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the default ServiceAccount of %s: %w", ns, err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
 	for {
-		_, err := client.CoreV1().Pods(irFloodNamespace).Create(ctx, floodPod("probe", 0, true), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := client.CoreV1().Pods(namespaces[len(namespaces)-1]).Create(ctx, floodPod("probe", 0, true), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("a dry-run create in %s is not admitted within %s: %w", irFloodNamespace, readyTimeout, err)
+			return fmt.Errorf("a dry-run create in %s is not admitted within %s: %w", namespaces[len(namespaces)-1], readyTimeout, err)
 		case <-ticker.C:
 		}
 	}
 }
 
-// The kinds of the flood's image strings, as IRFloodResult.Mix counts them: half the
-// flood's images are references the plugin looks up.
+// quietEstimate dry-runs the quiet namespace's pod and reports whether the plugin set its
+// requests. Before the flood (wait) it tries again until the estimate, found by a lookup
+// that outlived the miss wait, is cached; after it, once.
+func quietEstimate(ctx context.Context, client kubernetes.Interface, wait bool) (bool, error) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quiet"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: irQuietImage}}}}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		got, err := client.CoreV1().Pods(irQuietNamespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, fmt.Errorf("the quiet namespace's dry-run create: %w", err)
+		}
+		if _, set := got.Annotations[initialresources.Annotation]; set || !wait {
+			return set, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// The kinds of the flood's image strings, as IRFloodResult.Mix counts them: three
+// quarters of them references the plugin looks up.
 const (
 	IRFloodImageReference  = "references"
-	IRFloodImageLong       = "1,000-byte strings (under the 1,024-byte limit, too long for a reference)"
 	IRFloodImageOverLimit  = "1,100-byte strings (over the limit)"
 	IRFloodImageUnparsable = "strings that do not parse"
 )
 
 // imageKinds lists them in the report's order.
-var imageKinds = []string{IRFloodImageReference, IRFloodImageLong, IRFloodImageOverLimit, IRFloodImageUnparsable}
+var imageKinds = []string{IRFloodImageReference, IRFloodImageOverLimit, IRFloodImageUnparsable}
+
+// irLongPath makes the long pass's references about 240 bytes (a name may have 255).
+var irLongPath = strings.Repeat("x", 190)
 
 // floodImage is the i-th image string of a pass, distinct from every other pass's and
-// index's: half of them references the plugin looks up, an eighth each long strings just
-// under and just over its 1,024-byte limit (neither is a reference: a name is at most 255
-// characters), a quarter strings that do not parse. None has leading or trailing space,
-// the only thing the pod's validation checks of an image.
+// index's: three quarters references the plugin looks up (about 50 bytes in the short
+// pass, 240 in the long one), an eighth strings just over its 1,024-byte limit, an eighth
+// strings that do not parse. None has leading or trailing space, the only thing the pod's
+// validation checks of an image.
 func floodImage(pass string, i int) (image, kind string) {
 	switch i % 8 {
-	case 0, 2, 4, 6:
-		return fmt.Sprintf("registry.example:5000/%s/app-%06d:v%d", pass, i, i%3), IRFloodImageReference
-	case 1:
-		return longImage(pass, i, 1000), IRFloodImageLong
-	case 5:
+	case 3:
 		return longImage(pass, i, 1100), IRFloodImageOverLimit
-	default:
+	case 7:
 		return fmt.Sprintf("Not A Reference/%s#%06d", pass, i), IRFloodImageUnparsable
 	}
+	if pass == "long" {
+		return fmt.Sprintf("registry.example:5000/%s/%s/app-%06d:v%d", pass, irLongPath, i, i%3), IRFloodImageReference
+	}
+	return fmt.Sprintf("registry.example:5000/%s/app-%06d:v%d", pass, i, i%3), IRFloodImageReference
 }
 
 // longImage is a lowercase, reference-like string of exactly n bytes.
@@ -388,8 +545,8 @@ func floodPod(pass string, i int, withRequests bool) *corev1.Pod {
 }
 
 // floodPass sends n dry-run creates of the pass's pods from the clients, each in a closed
-// loop, within timeout.
-func floodPass(ctx context.Context, clients []kubernetes.Interface, pass string, n int, withRequests bool, timeout time.Duration) FloodPass {
+// loop, the i-th in namespaces[i % len], within timeout.
+func floodPass(ctx context.Context, clients []kubernetes.Interface, namespaces []string, pass string, n int, withRequests bool, timeout time.Duration) FloodPass {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
@@ -410,7 +567,7 @@ func floodPass(ctx context.Context, clients []kubernetes.Interface, pass string,
 				if i >= n {
 					return
 				}
-				_, err := client.CoreV1().Pods(irFloodNamespace).Create(ctx, floodPod(pass, i, withRequests), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				_, err := client.CoreV1().Pods(namespaces[i%len(namespaces)]).Create(ctx, floodPod(pass, i, withRequests), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				mu.Lock()
 				sent++
 				if err == nil {
@@ -427,28 +584,48 @@ func floodPass(ctx context.Context, clients []kubernetes.Interface, pass string,
 	return FloodPass{Sent: sent, Admitted: admitted, Failures: failures, Started: started, Finished: time.Now()}
 }
 
-// stuckPrometheus is a Prometheus HTTP API on loopback that holds every range query until
-// it is closed (or the client gives up), then answers an empty matrix.
-type stuckPrometheus struct {
+// instantPrometheus is a Prometheus HTTP API on loopback that answers every range query at
+// once: five samples for a query of one namespace (under the plugin's threshold, so the
+// histories of any namespace are read too), forty for one of any namespace. Once failing,
+// it answers 503.
+type instantPrometheus struct {
 	server  *httptest.Server
-	release chan struct{}
+	failing atomic.Bool
 
-	mu               sync.Mutex
-	queries          int64
-	held, maxHeld    int
-	closeReleaseOnce sync.Once
+	mu            sync.Mutex
+	queries       int64
+	held, maxHeld int
 }
 
-// startStuckPrometheus listens on 127.0.0.1 (httptest's loopback listener).
-func startStuckPrometheus() *stuckPrometheus {
-	p := &stuckPrometheus{release: make(chan struct{})}
+// startInstantPrometheus listens on 127.0.0.1 (httptest's loopback listener).
+func startInstantPrometheus() *instantPrometheus {
+	p := &instantPrometheus{}
 	p.server = httptest.NewServer(http.HandlerFunc(p.serve))
 	return p
 }
 
-func (p *stuckPrometheus) url() string { return p.server.URL }
+func (p *instantPrometheus) url() string { return p.server.URL }
 
-func (p *stuckPrometheus) serve(w http.ResponseWriter, r *http.Request) {
+// matrix is an answer of one series of n samples, a minute apart.
+func matrix(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `[%d,"%d"]`, 1_700_000_000+60*i, 100+i)
+	}
+	b.WriteString(`]}]}}`)
+	return []byte(b.String())
+}
+
+var (
+	namespaceAnswer = matrix(5)
+	clusterAnswer   = matrix(40)
+)
+
+func (p *instantPrometheus) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/api/v1/query_range" {
 		http.NotFound(w, r)
 		return
@@ -463,31 +640,35 @@ func (p *stuckPrometheus) serve(w http.ResponseWriter, r *http.Request) {
 		p.held--
 		p.mu.Unlock()
 	}()
-	select {
-	case <-p.release:
-	case <-r.Context().Done():
+	if p.failing.Load() {
+		http.Error(w, "the stand-in fails every query now", http.StatusServiceUnavailable)
 		return
 	}
+	answer := clusterAnswer
+	if strings.Contains(r.FormValue("query"), `namespace="`) {
+		answer = namespaceAnswer
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"matrix","result":[]}}`))
+	_, _ = w.Write(answer)
 }
 
+// fail makes every later query fail.
+func (p *instantPrometheus) fail() { p.failing.Store(true) }
+
 // counts returns the queries received and the most held at once.
-func (p *stuckPrometheus) counts() (queries int64, maxHeld int) {
+func (p *instantPrometheus) counts() (queries int64, maxHeld int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.queries, p.maxHeld
 }
 
-// close answers the held queries and stops the server.
-func (p *stuckPrometheus) close() error {
-	p.closeReleaseOnce.Do(func() { close(p.release) })
+func (p *instantPrometheus) close() error {
 	p.server.Close()
 	return nil
 }
 
-// usageSampler reads the server's RSS every 100 ms and its goroutines every 300 ms until
-// stopped, keeping the most of each.
+// usageSampler reads the server's RSS every 100 ms and its goroutines and caches every
+// 300 ms until stopped, keeping the most of each.
 type usageSampler struct {
 	cancel context.CancelFunc
 	done   chan ServerUsage
@@ -506,7 +687,7 @@ func newUsageSampler(ctx context.Context, server *apiServer, pid int) *usageSamp
 			}
 			if tick%3 == 0 {
 				if m, err := readMetrics(ctx, server); err == nil {
-					peak.Goroutines = max(peak.Goroutines, int(m["go_goroutines"]))
+					peak = maxUsage(peak, ServerUsage{Goroutines: int(m["go_goroutines"]), Caches: cachesOf(m)})
 				}
 			}
 			select {
@@ -518,6 +699,47 @@ func newUsageSampler(ctx context.Context, server *apiServer, pid int) *usageSamp
 		}
 	}()
 	return s
+}
+
+// maxUsage is the most of each of a and b.
+func maxUsage(a, b ServerUsage) ServerUsage {
+	out := ServerUsage{Goroutines: max(a.Goroutines, b.Goroutines), RSS: max(a.RSS, b.RSS), HWM: max(a.HWM, b.HWM), Caches: map[string]CacheReading{}}
+	for _, c := range irFloodCaches {
+		x, y := a.Caches[c], b.Caches[c]
+		out.Caches[c] = CacheReading{Entries: max(x.Entries, y.Entries), Bytes: max(x.Bytes, y.Bytes), LargestShare: max(x.LargestShare, y.LargestShare)}
+	}
+	return out
+}
+
+// cachesOf reads the flood's caches' gauges from the server's metrics.
+func cachesOf(m map[string]float64) map[string]CacheReading {
+	out := map[string]CacheReading{}
+	for _, c := range irFloodCaches {
+		label := fmt.Sprintf(`{cache=%q}`, c)
+		out[c] = CacheReading{
+			Entries:      m["portcullis_initialresources_cache_entries"+label],
+			Bytes:        m["portcullis_initialresources_cache_bytes"+label],
+			LargestShare: m["portcullis_initialresources_cache_largest_namespace_share"+label],
+		}
+	}
+	return out
+}
+
+// readCaches reads the flood's caches' gauges.
+func readCaches(ctx context.Context, server *apiServer) (map[string]CacheReading, error) {
+	m, err := readMetrics(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	return cachesOf(m), nil
+}
+
+func describeCaches(caches map[string]CacheReading) string {
+	var parts []string
+	for _, c := range irFloodCaches {
+		parts = append(parts, fmt.Sprintf("%s %.0f entries, %s", c, caches[c].Entries, formatMiB(int64(caches[c].Bytes))))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // stop ends the sampling and returns the most read.
@@ -537,7 +759,7 @@ func readUsage(ctx context.Context, server *apiServer, pid int) (ServerUsage, er
 		return ServerUsage{}, errors.New("the server's /metrics has no go_goroutines")
 	}
 	rss, hwm, err := readRSS(pid)
-	return ServerUsage{Goroutines: int(g), RSS: rss, HWM: hwm}, err
+	return ServerUsage{Goroutines: int(g), RSS: rss, HWM: hwm, Caches: cachesOf(m)}, err
 }
 
 // readMetrics reads the server's /metrics as the admin: each series' value by its name and
@@ -618,26 +840,44 @@ func writeIRFloodSection(b *bytes.Buffer, r *Results) {
 		return
 	}
 	o := f.Options
-	fmt.Fprintf(b, "Ours alone, with `--enable-admission-plugins=%s` and `make run`'s configuration (the plugin's defaults: both sources, `missWait: 100ms`, a 10 s query timeout) pointing the plugin at a Prometheus stand-in on 127.0.0.1 that holds every query until the case ends: every lookup the plugin starts stays started, the worst case for what it holds. First a control pass: %s dry-run pod creates from %d clients with image strings of the same kinds and sizes, whose containers set their requests, so the plugin looks nothing up; then *before* is read, and the flood sends %s dry-run creates whose containers set none, each with an image string of its own (%s). Goroutines are the server's `go_goroutines`; RSS is `VmRSS` of `/proc/<pid>/status`; the peak is the most read during the flood (RSS every 100 ms, goroutines every 300 ms).\n\n",
-		initialresources.PluginName, thousands(o.Images), o.Clients, thousands(o.Images), describeMix(f.Mix))
-	fmt.Fprintf(b, "The ceilings come from the plugin's documented bounds (docs/plugins/initialresources.md, *Bounds* and *Sizing*): goroutines %d of its own (4 caches × 16 lookups started) + %d of its Prometheus client (a read and a write loop per connection, one per query held, two idle) + a margin of %d for the server's own = **%d**, plus %d per client in flight at the peak; RSS %s (16 MiB across the caches, 32 MiB of samples) twice, as the collector lets the heap reach twice what is live, + 32 MiB = **%s**.\n\n",
-		irPluginGoroutines, irClientGoroutines, irGoroutineMargin, IRFloodGoroutineCeiling, irGoroutinesPerRequest, formatMiB(irPluginBytes), formatMiB(IRFloodRSSCeiling))
+	fmt.Fprintf(b, "Ours alone, with `--enable-admission-plugins=%s` and `make run`'s configuration (the plugin's defaults: both sources, `missWait: 100ms`, a 10 s query timeout) with `cacheEntries: %d` and `cacheBytes: %d`, pointing the plugin at a Prometheus stand-in on 127.0.0.1 that answers every query at once (5 samples in a namespace, under the threshold, so the histories of any namespace are read too: 40 samples). First a control pass: %s dry-run pod creates from %d clients whose containers set their requests, so the plugin looks nothing up; a quiet namespace's pod gets its estimate; then *before* is read, and two passes of %s dry-run creates each from %d namespaces in turn, whose containers set none, each with an image string of its own (%s): short references (about 50 bytes) that fill the caches to their entry bound, then long ones (about 240 bytes) that fill them to their byte bound. Then the stand-in fails every query, and the quiet namespace's pod must still get its estimate, from the cache. Goroutines are the server's `go_goroutines`; RSS is `VmRSS` of `/proc/<pid>/status`; the caches are the plugin's gauges (`portcullis_initialresources_cache_entries`, `_cache_bytes`, `_cache_largest_namespace_share`); the peak is the most read during the flood (RSS every 100 ms, the rest every 300 ms).\n\n",
+		initialresources.PluginName, o.CacheEntries, o.CacheBytes, thousands(o.Images), o.Clients, thousands(o.Images), o.Namespaces, describeMix(f.Mix))
+	if o.Unbounded {
+		fmt.Fprintf(b, "**This run is the server built with the tag `portcullis_unbounded_caches`** (`%s`), whose caches keep whatever they are given: its checks must fail.\n\n", UnboundedBinary)
+	}
+	b.WriteString("| cache | entries after the short pass | bytes after the long pass | most entries | most bytes | most one namespace kept |\n|---|---|---|---|---|---|\n")
+	for _, c := range irFloodCaches {
+		p := f.Peak.Caches[c]
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.3f |\n", c, thousands(int(f.AfterShort[c].Entries)), formatMiB(int64(f.AfterLong[c].Bytes)),
+			thousands(int(p.Entries)), formatMiB(int64(p.Bytes)), p.LargestShare)
+	}
+	fmt.Fprintf(b, "| bound | %s | %s | %s | %s | %.2f |\n\n", thousands(o.CacheEntries), formatMiB(int64(o.CacheBytes)), thousands(o.CacheEntries), formatMiB(int64(o.CacheBytes)), irShare)
+	fmt.Fprintf(b, "The quiet namespace's pod got its estimate before the flood: %t; after it, from the cache: %t.\n\n", f.QuietBefore, f.QuietAfter)
+	fmt.Fprintf(b, "The ceilings come from the plugin's documented bounds (docs/plugins/initialresources.md, *Bounds* and *Sizing*): goroutines %d of its own (4 caches × 16 lookups started) + %d of its Prometheus client (a read and a write loop per connection, one per query held, two idle) + a margin of %d for the server's own = **%d**, plus %d per client in flight at the peak; RSS %s (4 caches of %s, 32 MiB of samples) twice, as the collector lets the heap reach twice what is live, + 32 MiB = **%s**.\n\n",
+		irPluginGoroutines, irClientGoroutines, irGoroutineMargin, IRFloodGoroutineCeiling, irGoroutinesPerRequest, formatMiB(irPluginBytes(o.CacheBytes)), formatMiB(int64(o.CacheBytes)), formatMiB(IRFloodRSSCeiling(o.CacheBytes)))
 	b.WriteString("| | goroutines | RSS |\n|---|---|---|\n")
 	fmt.Fprintf(b, "| before the flood (after the control pass) | %d | %s |\n", f.Before.Goroutines, formatMiB(int64(f.Before.RSS)))
 	fmt.Fprintf(b, "| after the flood | %d | %s |\n", f.After.Goroutines, formatMiB(int64(f.After.RSS)))
 	fmt.Fprintf(b, "| growth | %+d | %s |\n", f.GoroutineGrowth(), formatMiB(f.RSSGrowth()))
 	fmt.Fprintf(b, "| ceiling | %d | — |\n", IRFloodGoroutineCeiling)
 	fmt.Fprintf(b, "| peak during the flood (growth) | %d (%+d) | %s (%s) |\n", f.Peak.Goroutines, f.PeakGoroutineGrowth(), formatMiB(int64(f.Peak.RSS)), formatMiB(f.PeakRSSGrowth()))
-	fmt.Fprintf(b, "| ceiling at the peak | %d | %s |\n\n", IRFloodPeakGoroutineCeiling(o.Clients), formatMiB(IRFloodRSSCeiling))
+	fmt.Fprintf(b, "| ceiling at the peak | %d | %s |\n\n", IRFloodPeakGoroutineCeiling(o.Clients), formatMiB(IRFloodRSSCeiling(o.CacheBytes)))
 	b.WriteString("| pass | sent | admitted | failed | time | creates per second |\n|---|---|---|---|---|---|\n")
 	for _, p := range []struct {
 		name string
 		p    FloodPass
-	}{{"control (requests set)", f.Control}, {"flood (distinct images)", f.Flood}} {
+	}{{"control (requests set)", f.Control}, {"short references", f.Short}, {"long references", f.Long}} {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.0f |\n", p.name, thousands(p.p.Sent), thousands(p.p.Admitted),
 			escapeCell(formatCounts(p.p.Failures)), formatDuration(p.p.Elapsed()), p.p.Rate())
 	}
-	fmt.Fprintf(b, "\nThe stand-in received %s queries and held at most %d at once (the plugin runs at most %d: each running lookup of the per-namespace cache waits on its first query, so the per-image cache is never reached); over the flood the plugin shed %s lookups (`portcullis_initialresources_lookups_shed_total`), admitted %s pods before their lookup finished (`lookups_unfinished_total`) and counted %s failed lookups (`source_errors_total`, the queries its 10 s timeout gave up on). Panics in the logs: %d. The server's peak RSS over its life (`VmHWM`) was %s.\n\n",
+	if u := r.IRFloodUnbounded; u != nil {
+		fmt.Fprintf(b, "\nThe same flood on `%s` (built with the tag `portcullis_unbounded_caches`: the caches keep whatever they are given), to show the checks above can fail: after the short pass the history cache held %s entries, after the long pass %s (bounds %s and %s); its checks reported:\n\n",
+			UnboundedBinary, thousands(int(u.AfterShort["history"].Entries)), formatMiB(int64(u.AfterLong["history"].Bytes)), thousands(o.CacheEntries), formatMiB(int64(o.CacheBytes)))
+		for _, f := range u.failures() {
+			fmt.Fprintf(b, "- %s\n", escapeCell(f))
+		}
+	}
+	fmt.Fprintf(b, "\nThe stand-in received %s queries and held at most %d at once (the plugin runs at most %d); over the flood the plugin shed %s lookups (`portcullis_initialresources_lookups_shed_total`), admitted %s pods before their lookup finished (`lookups_unfinished_total`) and counted %s failed lookups (`source_errors_total`). Panics in the logs: %d. The server's peak RSS over its life (`VmHWM`) was %s.\n\n",
 		thousands64(f.Queries), f.MaxHeld, IRFloodMaxQueries, thousands64(int64(f.Shed)), thousands64(int64(f.Unfinished)), thousands64(int64(f.SourceErrors)), f.Panics.Count, formatMiB(int64(f.After.HWM)))
 }
 

@@ -14,7 +14,7 @@ func TestFloodImage(t *testing.T) {
 	const n = 800
 	seen := map[string]bool{}
 	kinds := map[string]int{}
-	for _, pass := range []string{"control", "flood"} {
+	for _, pass := range []string{"control", "short", "long"} {
 		for i := range n {
 			image, kind := floodImage(pass, i)
 			if seen[image] {
@@ -24,16 +24,20 @@ func TestFloodImage(t *testing.T) {
 			if strings.TrimSpace(image) != image || image == "" {
 				t.Errorf("%q: the pod's validation refuses leading or trailing space", image)
 			}
-			_, err := reference.ParseNormalizedNamed(image)
+			named, err := reference.ParseNormalizedNamed(image)
 			parses := err == nil
 			switch kind {
 			case IRFloodImageReference:
 				if !parses || len(image) > 1024 {
 					t.Errorf("%q (%s): parses %v, %d bytes; want a reference the plugin looks up", image, kind, err, len(image))
 				}
-			case IRFloodImageLong:
-				if parses || len(image) > 1024 || len(image) < 900 {
-					t.Errorf("%q… (%s): parses %v, %d bytes; want ~1 KiB, within the limit, not a reference", image[:40], kind, parses, len(image))
+				// Long enough for the long pass to reach the byte bound before the entry
+				// bound (about 500 bytes an entry, against 160 KiB / 400 entries = 410).
+				if pass == "long" && len(named.String()) < 230 {
+					t.Errorf("%q: %d bytes, want about 240", image, len(named.String()))
+				}
+				if pass == "short" && len(named.String()) > 60 {
+					t.Errorf("%q: %d bytes, want about 50", image, len(named.String()))
 				}
 			case IRFloodImageOverLimit:
 				if len(image) <= 1024 {
@@ -46,18 +50,18 @@ func TestFloodImage(t *testing.T) {
 			default:
 				t.Errorf("%q: unknown kind %q", image, kind)
 			}
-			if pass == "flood" {
+			if pass == "short" {
 				kinds[kind]++
 			}
 		}
 	}
-	if kinds[IRFloodImageReference] != n/2 || kinds[IRFloodImageLong] != n/8 || kinds[IRFloodImageOverLimit] != n/8 || kinds[IRFloodImageUnparsable] != n/4 {
-		t.Errorf("mix %v, want half references, an eighth each of the long kinds, a quarter unparsable", kinds)
+	if kinds[IRFloodImageReference] != n*3/4 || kinds[IRFloodImageOverLimit] != n/8 || kinds[IRFloodImageUnparsable] != n/8 {
+		t.Errorf("mix %v, want three quarters references, an eighth each of the others", kinds)
 	}
 	if p := floodPod("control", 3, true); len(p.Spec.Containers[0].Resources.Requests) != 2 {
 		t.Errorf("the control pod's requests: %v, want cpu and memory (nothing for the plugin to estimate)", p.Spec.Containers[0].Resources.Requests)
 	}
-	if p := floodPod("flood", 3, false); len(p.Spec.Containers[0].Resources.Requests) != 0 {
+	if p := floodPod("short", 3, false); len(p.Spec.Containers[0].Resources.Requests) != 0 {
 		t.Errorf("the flood pod sets requests: %v", p.Spec.Containers[0].Resources.Requests)
 	}
 }
@@ -83,15 +87,21 @@ garbage
 
 func TestIRFloodCeilings(t *testing.T) {
 	// The documented bounds: 64 goroutines, 16 MiB of caches and 32 MiB of samples, 4 queries.
-	if irPluginGoroutines != 64 || irPluginBytes != 48<<20 || IRFloodMaxQueries != 4 {
-		t.Errorf("bounds %d goroutines, %d bytes, %d queries; the plugin's docs say 64, 48 MiB, 4", irPluginGoroutines, irPluginBytes, IRFloodMaxQueries)
+	if irPluginGoroutines != 64 || irPluginBytes(4<<20) != 48<<20 || IRFloodMaxQueries != 4 {
+		t.Errorf("bounds %d goroutines, %d bytes, %d queries; the plugin's docs say 64, 48 MiB, 4", irPluginGoroutines, irPluginBytes(4<<20), IRFloodMaxQueries)
 	}
+	const entries, cacheBytes = 400, 160 << 10
 	pass := func(n int) FloodPass { return FloodPass{Sent: n, Admitted: n} }
+	full := func(entries, bytes float64) map[string]CacheReading {
+		return map[string]CacheReading{"history": {Entries: entries, Bytes: bytes, LargestShare: 0.2}, "cluster": {Entries: entries, Bytes: bytes, LargestShare: 0.2}}
+	}
 	ok := func() *IRFloodResult {
 		return &IRFloodResult{
-			Options: IRFloodOptions{Images: 100, Clients: 4}, Control: pass(100), Flood: pass(100),
+			Options: IRFloodOptions{Images: 600, Clients: 4, Namespaces: 6, CacheEntries: entries, CacheBytes: cacheBytes}, Control: pass(600), Short: pass(600), Long: pass(600),
 			Before: ServerUsage{Goroutines: 2000, RSS: 300 << 20}, After: ServerUsage{Goroutines: 2020, RSS: 302 << 20},
-			Peak: ServerUsage{Goroutines: 2050, RSS: 310 << 20}, Queries: 2, MaxHeld: 2, Shed: 30,
+			Peak:       ServerUsage{Goroutines: 2050, RSS: 310 << 20, Caches: full(entries, cacheBytes)},
+			AfterShort: full(entries, 130<<10), AfterLong: full(320, cacheBytes-100),
+			QuietBefore: true, QuietAfter: true, Queries: 2, MaxHeld: 2,
 		}
 	}
 	if f := ok().failures(); len(f) != 0 {
@@ -101,16 +111,23 @@ func TestIRFloodCeilings(t *testing.T) {
 		mutate func(*IRFloodResult)
 		want   string
 	}{
-		"goroutines":      {func(r *IRFloodResult) { r.After.Goroutines = r.Before.Goroutines + IRFloodGoroutineCeiling + 1 }, "goroutines grew by 141"},
-		"peak goroutines": {func(r *IRFloodResult) { r.Peak.Goroutines = 2000 + IRFloodPeakGoroutineCeiling(4) + 1 }, "at the flood's peak"},
-		"rss":             {func(r *IRFloodResult) { r.Peak.RSS = r.Before.RSS + IRFloodRSSCeiling + 1 }, "RSS grew"},
-		"held":            {func(r *IRFloodResult) { r.MaxHeld = IRFloodMaxQueries + 1 }, "held 5 queries"},
-		"no queries":      {func(r *IRFloodResult) { r.Queries = 0 }, "no query"},
-		"nothing shed":    {func(r *IRFloodResult) { r.Shed = 0 }, "no lookup was shed"},
+		"goroutines":          {func(r *IRFloodResult) { r.After.Goroutines = r.Before.Goroutines + IRFloodGoroutineCeiling + 1 }, "goroutines grew by 141"},
+		"peak goroutines":     {func(r *IRFloodResult) { r.Peak.Goroutines = 2000 + IRFloodPeakGoroutineCeiling(4) + 1 }, "at the flood's peak"},
+		"rss":                 {func(r *IRFloodResult) { r.Peak.RSS = r.Before.RSS + uint64(IRFloodRSSCeiling(cacheBytes)) + 1 }, "RSS grew"},
+		"held":                {func(r *IRFloodResult) { r.MaxHeld = IRFloodMaxQueries + 1 }, "held 5 queries"},
+		"no queries":          {func(r *IRFloodResult) { r.Queries = 0 }, "no query"},
+		"entries over":        {func(r *IRFloodResult) { r.Peak.Caches["history"] = CacheReading{Entries: entries + 1} }, "history cache kept 401 entries, over its bound"},
+		"bytes over":          {func(r *IRFloodResult) { r.Peak.Caches["cluster"] = CacheReading{Bytes: cacheBytes + 1} }, "cluster cache kept"},
+		"entries not reached": {func(r *IRFloodResult) { r.AfterShort["history"] = CacheReading{Entries: entries - 1} }, "did not reach it"},
+		"bytes not reached":   {func(r *IRFloodResult) { r.AfterLong["cluster"] = CacheReading{Bytes: cacheBytes - 2000} }, "did not reach it"},
+		"one namespace's share": {func(r *IRFloodResult) {
+			r.Peak.Caches["history"] = CacheReading{Entries: entries, LargestShare: 0.3}
+		}, "over its share"},
+		"quiet evicted": {func(r *IRFloodResult) { r.QuietAfter = false }, "did not survive"},
 		"refused": {func(r *IRFloodResult) {
-			r.Flood.Admitted, r.Flood.Failures = 99, map[string]int{"500 InternalError": 1}
+			r.Short.Admitted, r.Short.Failures = 599, map[string]int{"500 InternalError": 1}
 		}, "1 dry-run creates failed"},
-		"unsent": {func(r *IRFloodResult) { r.Control.Sent, r.Control.Admitted = 90, 90 }, "10 creates not sent"},
+		"unsent": {func(r *IRFloodResult) { r.Control.Sent, r.Control.Admitted = 590, 590 }, "10 creates not sent"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

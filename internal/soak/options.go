@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
 )
 
 // Binary names, as the report and the results call the servers compared.
@@ -115,7 +117,10 @@ func DefaultOptions() Options {
 		HAKillDown:  5 * time.Second,
 		HACluster:   true,
 		BadInputs:   true,
-		IRFlood:     IRFloodOptions{Images: 10000, Clients: 16, Timeout: 5 * time.Minute},
+		// Two passes of 16,000 images from 6 namespaces: 12,000 references each, past the
+		// default caches' 10,000 entries (short) and 4 MiB (long: about 8,300 entries).
+		IRFlood: IRFloodOptions{Images: 16000, Namespaces: 6, Clients: 16, Timeout: 5 * time.Minute,
+			CacheEntries: int(initialresources.DefaultCacheEntries), CacheBytes: 4 << 20},
 	}
 }
 
@@ -130,7 +135,10 @@ func SmokeOptions() Options {
 	o.WebhookDown, o.EtcdDown, o.HAKillDown = 2*time.Second, 2*time.Second, 2*time.Second
 	o.SlowDelay, o.SlowFor = 50*time.Millisecond, 2*time.Second
 	o.HACluster, o.BadInputs = false, false
-	o.IRFlood = IRFloodOptions{Images: 500, Clients: 4, Timeout: 2 * time.Minute}
+	// Caches of 400 entries and 160 KiB, which the 600 references of each pass fill: the
+	// short ones (about 310 bytes an entry) to their entries, the long ones (about 500) to
+	// their bytes.
+	o.IRFlood = IRFloodOptions{Images: 800, Namespaces: 6, Clients: 4, Timeout: 2 * time.Minute, CacheEntries: 400, CacheBytes: 160 << 10}
 	return o
 }
 
@@ -204,6 +212,14 @@ func (o Options) Validate() error {
 	} else if f.Images > 0 {
 		if f.Clients < 1 {
 			errs = append(errs, fmt.Errorf("the InitialResources flood needs at least one client, got %d", f.Clients))
+		}
+		if f.Namespaces < 1 {
+			errs = append(errs, fmt.Errorf("the InitialResources flood needs at least one namespace, got %d", f.Namespaces))
+		}
+		if f.CacheEntries < 1 || f.CacheBytes < 1 {
+			errs = append(errs, fmt.Errorf("the InitialResources flood needs the caches' sizes, got %d entries and %d bytes", f.CacheEntries, f.CacheBytes))
+		} else if f.Images*3/4 < f.CacheEntries*11/10 {
+			errs = append(errs, fmt.Errorf("the InitialResources flood's %d images (three quarters references) cannot fill caches of %d entries: send at least %d", f.Images, f.CacheEntries, f.CacheEntries*22/15))
 		}
 		positive("InitialResources flood timeout", f.Timeout)
 	}

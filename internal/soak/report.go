@@ -282,6 +282,9 @@ func (r *Results) Failures() []string {
 	if r.IRFlood != nil {
 		out = append(out, r.IRFlood.failures()...)
 	}
+	if r.IRFloodUnbounded != nil {
+		out = append(out, r.IRFloodUnbounded.ProofFailures()...)
+	}
 	return out
 }
 

@@ -56,8 +56,10 @@ type Results struct {
 	BadInputs map[string]*BadInputRun
 	// Fuzz is hack/fuzz.sh's report; nil when it was not run.
 	Fuzz *FuzzReport
-	// IRFlood is the InitialResources flood; nil when not run.
-	IRFlood *IRFloodResult
+	// IRFlood is the InitialResources flood; nil when not run. IRFloodUnbounded is the
+	// same flood on the server whose caches are unbounded, whose checks must fail; nil
+	// when not run.
+	IRFlood, IRFloodUnbounded *IRFloodResult
 }
 
 // RunResult is one run of the load, under a fault or not, on one binary.
@@ -180,6 +182,11 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 			return nil, fmt.Errorf("InitialResources flood: %w", err)
 		}
 		results.IRFlood = flood
+		unbounded := *env
+		unbounded.opts.IRFlood.Unbounded = true
+		if results.IRFloodUnbounded, err = unbounded.runIRFlood(ctx); err != nil {
+			return nil, fmt.Errorf("InitialResources flood on %s: %w", UnboundedBinary, err)
+		}
 	}
 	if opts.FuzzReport != "" {
 		fuzz, err := readFuzzReport(opts.FuzzReport)

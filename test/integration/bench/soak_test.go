@@ -122,13 +122,13 @@ func TestSoakSmoke(t *testing.T) {
 }
 
 // TestSoakInitialResourcesFlood runs `make soak`'s InitialResources flood at make test's
-// size: ours with InitialResources alone, its Prometheus a stand-in that holds every query,
-// and dry-run creates each with an image string of its own. The server's goroutines and RSS
-// must grow by no more than the ceilings derived from the plugin's documented bounds, the
-// stand-in must never hold more queries than the plugin runs, and lookups must have been
-// shed (else the flood never reached the bound and the ceilings proved nothing). Without
-// the bounds, each image held a goroutine and a connection: 500 images are far over the
-// goroutine ceiling.
+// size: ours with InitialResources alone and caches of 400 entries and 160 KiB, its
+// Prometheus a stand-in that answers at once, and dry-run creates from six namespaces each
+// with an image of its own, short references then long ones. The caches must reach each
+// bound and never pass it, a quiet namespace's estimate must survive, and the server's
+// goroutines and RSS must stay within their ceilings. Then the same flood on the server
+// built with portcullis_unbounded_caches must fail the entry and byte checks: without the
+// caches' accounting, the proof fails.
 func TestSoakInitialResourcesFlood(t *testing.T) {
 	t.Parallel()
 	bins := framework.FindBinaries(t)
@@ -136,22 +136,18 @@ func TestSoakInitialResourcesFlood(t *testing.T) {
 	opts.BinDir = bins.Dir
 	opts.WorkDir = t.TempDir()
 	opts.Progress = testLog{t}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	r, err := soak.RunIRFlood(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("goroutines %d → %d (peak %d), RSS %d → %d MiB (peak %d MiB); flood %s, %d queries (at most %d held), %.0f shed",
+	t.Logf("goroutines %d → %d (peak %d), RSS %d → %d MiB (peak %d MiB); passes %s + %s, %d queries (at most %d held); caches at the peak %+v",
 		r.Before.Goroutines, r.After.Goroutines, r.Peak.Goroutines, r.Before.RSS>>20, r.After.RSS>>20, r.Peak.RSS>>20,
-		r.Flood.Elapsed().Round(time.Millisecond), r.Queries, r.MaxHeld, r.Shed)
+		r.Short.Elapsed().Round(time.Millisecond), r.Long.Elapsed().Round(time.Millisecond), r.Queries, r.MaxHeld, r.Peak.Caches)
 
-	n := opts.IRFlood.Images
-	// Unbounded, each reference held a goroutine: there must be more than the ceiling allows.
-	if refs := r.Mix[soak.IRFloodImageReference]; refs <= soak.IRFloodPeakGoroutineCeiling(opts.IRFlood.Clients) {
-		t.Fatalf("the flood's %d references are within the goroutine ceiling: a goroutine per image would pass", refs)
-	}
-	for name, p := range map[string]soak.FloodPass{"control": r.Control, "flood": r.Flood} {
+	n, o := opts.IRFlood.Images, opts.IRFlood
+	for name, p := range map[string]soak.FloodPass{"control": r.Control, "short": r.Short, "long": r.Long} {
 		if p.Sent != n || p.Admitted != n {
 			t.Errorf("%s pass: %d of %d sent, %d admitted; failures %v", name, p.Sent, n, p.Admitted, p.Failures)
 		}
@@ -159,26 +155,50 @@ func TestSoakInitialResourcesFlood(t *testing.T) {
 	if r.Before.Goroutines <= 0 || r.Before.RSS == 0 || r.After.RSS == 0 {
 		t.Fatalf("usage not read: before %+v, after %+v", r.Before, r.After)
 	}
+	for _, c := range []string{"history", "cluster"} {
+		if got := r.AfterShort[c].Entries; got != float64(o.CacheEntries) {
+			t.Errorf("the %s cache holds %.0f entries after the short references, want its bound, %d", c, got, o.CacheEntries)
+		}
+		if got := r.Peak.Caches[c]; got.Entries > float64(o.CacheEntries) || got.Bytes > float64(o.CacheBytes) || got.LargestShare > 0.25 {
+			t.Errorf("the %s cache at its peak: %+v; bounds %d entries, %d bytes, a quarter for a namespace", c, got, o.CacheEntries, o.CacheBytes)
+		}
+		if got := r.AfterLong[c].Bytes; got > float64(o.CacheBytes) || got < float64(o.CacheBytes)-2048 {
+			t.Errorf("the %s cache holds %.0f bytes after the long references, want its bound, %d, within an entry", c, got, o.CacheBytes)
+		}
+	}
+	if !r.QuietBefore || !r.QuietAfter {
+		t.Errorf("the quiet namespace's estimate: before the flood %t, after it %t; want both", r.QuietBefore, r.QuietAfter)
+	}
 	if g := r.GoroutineGrowth(); g > soak.IRFloodGoroutineCeiling {
 		t.Errorf("goroutines grew by %d over the flood, over the ceiling of %d", g, soak.IRFloodGoroutineCeiling)
 	}
-	if g, c := r.PeakGoroutineGrowth(), soak.IRFloodPeakGoroutineCeiling(opts.IRFlood.Clients); g > c {
+	if g, c := r.PeakGoroutineGrowth(), soak.IRFloodPeakGoroutineCeiling(o.Clients); g > c {
 		t.Errorf("goroutines grew by %d at the flood's peak, over the ceiling of %d", g, c)
 	}
-	if g := r.PeakRSSGrowth(); g > soak.IRFloodRSSCeiling {
-		t.Errorf("RSS grew by %d MiB at the flood's peak, over the ceiling of %d MiB", g>>20, soak.IRFloodRSSCeiling>>20)
+	if g, c := r.PeakRSSGrowth(), soak.IRFloodRSSCeiling(o.CacheBytes); g > c {
+		t.Errorf("RSS grew by %d MiB at the flood's peak, over the ceiling of %d MiB", g>>20, c>>20)
 	}
 	if r.Queries == 0 || r.MaxHeld < 1 || r.MaxHeld > soak.IRFloodMaxQueries {
 		t.Errorf("the stand-in received %d queries and held at most %d at once, want some and at most %d", r.Queries, r.MaxHeld, soak.IRFloodMaxQueries)
-	}
-	if r.Shed < 1 {
-		t.Errorf("no lookup was shed: the flood never reached the plugin's bound")
 	}
 	if r.Panics.Count != 0 {
 		t.Errorf("%d panic lines in the logs: %q", r.Panics.Count, r.Panics.First)
 	}
 
-	results := &soak.Results{Options: opts, IRFlood: r}
+	unboundedOpts := opts
+	unboundedOpts.IRFlood.Unbounded = true
+	u, err := soak.RunIRFlood(ctx, unboundedOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.AfterShort["history"].Entries; got <= float64(o.CacheEntries) {
+		t.Errorf("unbounded, the history cache holds %.0f entries after the short references; want more than %d, or the flood proves nothing", got, o.CacheEntries)
+	}
+	if failures := u.ProofFailures(); len(failures) != 0 {
+		t.Errorf("the checks pass a server whose caches are unbounded:\n%s", strings.Join(failures, "\n"))
+	}
+
+	results := &soak.Results{Options: opts, IRFlood: r, IRFloodUnbounded: u}
 	if failures := results.Failures(); len(failures) != 0 {
 		t.Errorf("the soak reports problems:\n%s", strings.Join(failures, "\n"))
 	}
@@ -190,8 +210,8 @@ func TestSoakInitialResourcesFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 6 {
-		t.Errorf("the flood's table has %d rows, want 6:\n%s", len(rows), doc.String())
+	if len(rows) != 3 {
+		t.Errorf("the flood's first table has %d rows, want 3 (two caches and the bounds):\n%s", len(rows), doc.String())
 	}
 	for _, row := range rows {
 		if len(row) != len(header) {

@@ -73,8 +73,37 @@ var (
 		Help:           "Pods admitted without a lookup because as many lookups as the plugin runs were already running or waiting: the next pod of the image tries again. By source.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"source"})
+	cacheEntries = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "portcullis", Subsystem: "initialresources", Name: "cache_entries",
+		Help:           "Entries InitialResources's caches keep (at most cacheEntries each), by cache.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"cache"})
+	cacheBytes = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "portcullis", Subsystem: "initialresources", Name: "cache_bytes",
+		Help:           "Bytes InitialResources's caches keep as counted (at most cacheBytes each), by cache.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"cache"})
+	cacheLargestShare = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "portcullis", Subsystem: "initialresources", Name: "cache_largest_namespace_share",
+		Help:           "The most of a cache one namespace keeps: the larger of its fractions of cacheEntries and cacheBytes (at most 0.25), by cache.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"cache"})
 	registerOnce sync.Once
 )
+
+// The caches, as their gauges' cache label names them.
+const (
+	historyCache     = "history"
+	clusterCache     = "cluster"
+	autoscalersCache = "autoscalers"
+	ownersCache      = "owners"
+)
+
+// gaugesOf returns a cache's series of the gauges.
+func gaugesOf(name string) *cacheGauges {
+	return &cacheGauges{entries: cacheEntries.WithLabelValues(name), bytes: cacheBytes.WithLabelValues(name),
+		largestShare: cacheLargestShare.WithLabelValues(name)}
+}
 
 // Plugin is the InitialResources admission plugin.
 type Plugin struct {
@@ -82,6 +111,9 @@ type Plugin struct {
 	sources  []admissionv1alpha1.InitialResourcesSourceName
 	missWait time.Duration
 	fit      bool
+
+	// limits are each cache's, as configured.
+	limits cacheLimits
 
 	history *cache[historyKey, historyEstimate] // nil without the Prometheus source
 	// cluster holds the estimates of the histories of any namespace, per image: computed
@@ -106,9 +138,9 @@ var (
 	_ genericadmissioninit.WantsExternalKubeInformerFactory = &Plugin{}
 )
 
-// historyKey is one image, as the pod writes it, in one namespace: the estimate of both
-// resources is computed together. (Keyed as written, a hit parses nothing; a reference
-// that does not parse, or is longer than maxImageLength, is never cached.)
+// historyKey is one image, by its normalized reference (normalizeImage: "nginx" and
+// "docker.io/library/nginx:latest" are one key), in one namespace: the estimate of both
+// resources is computed together. A string that is not a reference is never cached.
 type historyKey struct {
 	image     string
 	namespace string
@@ -142,19 +174,12 @@ func (e *historyEstimate) set(res api.ResourceName, v int64) {
 func historyKeySize(k historyKey, _ historyEstimate) int { return len(k.image) + len(k.namespace) }
 func imageKeySize(k string, _ historyEstimate) int       { return len(k) }
 
-// admitImage is the caches' admit: only an image reference is worth a lookup.
-func admitImage(written string) bool {
-	if len(written) > maxImageLength {
-		return false
-	}
-	_, ok := parseImage(written)
-	return ok
-}
-
 // New returns the plugin for a defaulted, validated configuration. The Prometheus source's
 // files (CA, token) are checked here, so a bad one stops the start.
 func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) {
-	registerOnce.Do(func() { legacyregistry.MustRegister(estimatesSet, sourceErrors, missesAdmitted, lookupsShed) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(estimatesSet, sourceErrors, missesAdmitted, lookupsShed, cacheEntries, cacheBytes, cacheLargestShare)
+	})
 	p := &Plugin{
 		// Pods are created once: 1.10 estimated on CREATE only.
 		Handler:  admission.NewHandler(admission.Create),
@@ -165,6 +190,8 @@ func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) 
 
 		requestsSet: map[string]map[api.ResourceName]metrics.CounterMetric{},
 	}
+	p.limits = defaultLimits
+	p.limits.entries, p.limits.bytes = int(*cfg.CacheEntries), int(cfg.CacheBytes.Value())
 	for _, source := range cfg.Sources {
 		p.requestsSet[string(source)] = map[api.ResourceName]metrics.CounterMetric{}
 		for _, res := range estimatedResources {
@@ -210,9 +237,9 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 	clusterTimeout := time.Duration(0)
 	if !t.namespaceOnly {
 		clusterTimeout = timeout(t.clusterTiers())
-		p.cluster = newCache(cfg.CacheTTL.Duration, clusterTimeout, defaultLimits, imageKeySize, func(ctx context.Context, written string) (historyEstimate, error) {
+		p.cluster = newCache(cfg.CacheTTL.Duration, clusterTimeout, p.limits, imageKeySize, func(ctx context.Context, key string) (historyEstimate, error) {
 			var out historyEstimate
-			img, _ := parseImage(written) // admitted: it parses
+			img, _ := parseImage(key) // normalized: it parses
 			for _, res := range estimatedResources {
 				v, ok, _, err := t.first(ctx, h, res, img, t.clusterTiers())
 				if err != nil {
@@ -223,12 +250,13 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 				}
 			}
 			return out, nil
-		}, func(written string, err error) { report(written, "", err) })
+		}, func(key string, err error) { report(key, "", err) })
+		p.cluster.gauges = gaugesOf(clusterCache)
 	}
-	p.history = newCache(cfg.CacheTTL.Duration, timeout(t.namespaceTiers(""))+clusterTimeout, defaultLimits, historyKeySize,
+	p.history = newCache(cfg.CacheTTL.Duration, timeout(t.namespaceTiers(""))+clusterTimeout, p.limits, historyKeySize,
 		func(ctx context.Context, k historyKey) (historyEstimate, error) {
 			var out historyEstimate
-			img, _ := parseImage(k.image) // admitted: it parses
+			img, _ := parseImage(k.image) // normalized: it parses
 			var wider []api.ResourceName  // the resources the namespace has too few samples of
 			for _, res := range estimatedResources {
 				v, ok, enough, err := t.first(ctx, h, res, img, t.namespaceTiers(k.namespace))
@@ -248,7 +276,8 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 				return out, nil
 			}
 			deadline, _ := ctx.Deadline()
-			all, state := p.cluster.get(ctx, k.image, deadline, nil)
+			// Charged to the namespace whose lookup inserted it, though any may use it.
+			all, state := p.cluster.get(ctx, k.image, k.namespace, deadline, nil)
 			switch state {
 			case failed:
 				return out, fmt.Errorf("the histories of any namespace: %w", errCounted)
@@ -267,6 +296,7 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 			}
 			return out, nil
 		}, func(k historyKey, err error) { report(k.image, k.namespace, err) })
+	p.history.gauges = gaugesOf(historyCache)
 }
 
 // errCounted marks an error already logged and counted.
@@ -298,8 +328,9 @@ func (p *Plugin) SetDynamicClient(client dynamic.Interface) {
 	}
 	v := &vpaSource{client: client, recommendation: p.cfg.VerticalPodAutoscaler.Recommendation}
 	ttl, timeout := p.cfg.CacheTTL.Duration, 10*time.Second
-	v.autoscalers = newCache(ttl, timeout, defaultLimits, autoscalersSize, v.listAutoscalers, func(namespace string, err error) { report(err, "namespace", namespace) })
-	v.owners = newCache(ttl, timeout, defaultLimits, ownerSize, v.ownerOf, func(owner objectRef, err error) { report(err, "owner", owner.String()) })
+	v.autoscalers = newCache(ttl, timeout, p.limits, autoscalersSize, v.listAutoscalers, func(namespace string, err error) { report(err, "namespace", namespace) })
+	v.owners = newCache(ttl, timeout, p.limits, ownerSize, v.ownerOf, func(owner objectRef, err error) { report(err, "owner", owner.String()) })
+	v.autoscalers.gauges, v.owners.gauges = gaugesOf(autoscalersCache), gaugesOf(ownersCache)
 	p.vpa = v
 }
 
@@ -496,8 +527,11 @@ func (p *Plugin) fromHistory(ctx context.Context, deadline time.Time, pod *api.P
 		if len(n.resources) == 0 {
 			continue
 		}
-		est, state := p.history.get(ctx, historyKey{image: n.container.Image, namespace: pod.Namespace}, deadline,
-			func(k historyKey) bool { return admitImage(k.image) })
+		key, ok := normalizeImage(n.container.Image)
+		if !ok {
+			continue // not a reference a runtime could pull: nothing to look up
+		}
+		est, state := p.history.get(ctx, historyKey{image: key, namespace: pod.Namespace}, pod.Namespace, deadline, nil)
 		if state == shed || (state == pending && worst != shed) {
 			worst = state
 		}

@@ -805,7 +805,7 @@ func TestAdmitFloodOfImages(t *testing.T) {
 		{name: "image strings longer than any reference: nothing kept, nothing asked",
 			image: func(i int) string { return fmt.Sprintf("registry.local/%s:%d", strings.Repeat("a", 2000), i) }},
 		{name: "distinct images, the source stuck: lookups shed, goroutines bounded", image: func(i int) string { return fmt.Sprintf("registry.local/app-%d:1", i) },
-			stuck: true, wantEntries: defaultLimits.queued, wantShed: true},
+			stuck: true, wantEntries: defaultLimits.queued / defaultLimits.share, wantShed: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -829,9 +829,9 @@ func TestAdmitFloodOfImages(t *testing.T) {
 					t.Fatalf("after %d pods, %d goroutines more than before, want at most %d", i+1, extra, 2*defaultLimits.queued)
 				}
 			}
-			entries, bytes, _ := p.history.usage()
-			if entries > tc.wantEntries || bytes > defaultLimits.bytes {
-				t.Errorf("%d entries of %d bytes kept, want at most %d entries", entries, bytes, tc.wantEntries)
+			u := p.history.usage()
+			if u.entries > tc.wantEntries || u.bytes > defaultLimits.bytes {
+				t.Errorf("%d entries of %d bytes kept, want at most %d entries", u.entries, u.bytes, tc.wantEntries)
 			}
 			if !tc.stuck && len(h.queries()) != 0 {
 				t.Errorf("%d queries for what is no image, want none", len(h.queries()))
@@ -843,11 +843,32 @@ func TestAdmitFloodOfImages(t *testing.T) {
 			if tc.stuck {
 				close(h.release)
 				waitFor(t, "the stuck lookups to finish", func() bool {
-					_, _, a := p.history.usage()
-					_, _, b := p.cluster.usage()
-					return a+b == 0
+					return p.history.usage().inflight+p.cluster.usage().inflight == 0
 				})
 			}
 		})
+	}
+}
+
+// TestSpellingsOfOneImageShareAnEntry: the caches are keyed by the normalized reference,
+// so the spellings of one image are looked up once, and a flood cannot multiply its entries
+// by respelling an image.
+func TestSpellingsOfOneImageShareAnEntry(t *testing.T) {
+	h := historyOf(map[string][2]int{"nginx": {250, 64 << 20}})
+	p := newTestPlugin(t, h, nil)
+	for _, written := range []string{"nginx", "nginx:latest", "docker.io/library/nginx", "docker.io/library/nginx:latest", "library/nginx"} {
+		pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "ns"}, Spec: api.PodSpec{Containers: []api.Container{container("web", written, nil, nil)}}}
+		if err := p.Admit(context.Background(), podAttributes(pod), nil); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(quantities("250m", "67108864"), pod.Spec.Containers[0].Resources.Requests, quantityEqual); diff != "" {
+			t.Errorf("%s: requests (-want +got):\n%s", written, diff)
+		}
+	}
+	if u := p.history.usage(); u.entries != 1 {
+		t.Errorf("%d entries for five spellings of one image, want 1", u.entries)
+	}
+	if n := len(h.queries()); n != 2 {
+		t.Errorf("%d queries for five spellings of one image, want 2 (one per resource, once)", n)
 	}
 }

@@ -80,7 +80,7 @@ func TestCacheMissDoesNotWait(t *testing.T) {
 	c, g, _, _ := newTestCache(t)
 	g.value.Store(7)
 	for range 3 {
-		if _, state := c.get(context.Background(), "nginx", time.Time{}, nil); state != pending {
+		if _, state := c.get(context.Background(), "nginx", "ns", time.Time{}, nil); state != pending {
 			t.Fatalf("state %v before any computation finished, want pending", state)
 		}
 	}
@@ -90,7 +90,7 @@ func TestCacheMissDoesNotWait(t *testing.T) {
 	}
 	close(g.gate)
 	waitFor(t, "the computation to be stored", func() bool {
-		v, state := c.get(context.Background(), "nginx", time.Time{}, nil)
+		v, state := c.get(context.Background(), "nginx", "ns", time.Time{}, nil)
 		return state == found && v == 7
 	})
 	if n := g.calls.Load(); n != 1 {
@@ -103,7 +103,7 @@ func TestCacheMissWaitsForAFastSource(t *testing.T) {
 	c, g, _, _ := newTestCache(t)
 	g.value.Store(3)
 	close(g.gate)
-	if v, state := c.get(context.Background(), "nginx", later(), nil); state != found || v != 3 {
+	if v, state := c.get(context.Background(), "nginx", "ns", later(), nil); state != found || v != 3 {
 		t.Errorf("get = %d, %v; want 3, found", v, state)
 	}
 }
@@ -115,19 +115,19 @@ func TestCacheRefreshesInTheBackground(t *testing.T) {
 	g.value.Store(1)
 	gate := g.gate
 	close(gate)
-	if _, state := c.get(context.Background(), "nginx", later(), nil); state != found {
+	if _, state := c.get(context.Background(), "nginx", "ns", later(), nil); state != found {
 		t.Fatal("no value")
 	}
 	g.gate = make(chan struct{}) // the refresh waits
 	g.value.Store(2)
 	clock.Step(31 * time.Second)
-	if v, state := c.get(context.Background(), "nginx", time.Time{}, nil); state != found || v != 1 {
+	if v, state := c.get(context.Background(), "nginx", "ns", time.Time{}, nil); state != found || v != 1 {
 		t.Errorf("during the refresh get = %d, %v; want the old 1", v, state)
 	}
 	waitFor(t, "the refresh to start", func() bool { return g.calls.Load() == 2 })
 	close(g.gate)
 	waitFor(t, "the refreshed value", func() bool {
-		v, state := c.get(context.Background(), "nginx", time.Time{}, nil)
+		v, state := c.get(context.Background(), "nginx", "ns", time.Time{}, nil)
 		return state == found && v == 2
 	})
 	if n := g.calls.Load(); n != 2 {
@@ -142,14 +142,14 @@ func TestCacheRemembersFailuresBriefly(t *testing.T) {
 	c, g, clock, errs := newTestCache(t)
 	g.failed.Store(true)
 	close(g.gate)
-	if _, state := c.get(context.Background(), "nginx", later(), nil); state != failed {
+	if _, state := c.get(context.Background(), "nginx", "ns", later(), nil); state != failed {
 		t.Errorf("state %v after a failed computation, want failed", state)
 	}
 	if errs.Load() != 1 {
 		t.Errorf("%d errors reported, want 1", errs.Load())
 	}
 	for range 5 {
-		if _, state := c.get(context.Background(), "nginx", later(), nil); state != failed {
+		if _, state := c.get(context.Background(), "nginx", "ns", later(), nil); state != failed {
 			t.Errorf("a remembered failure answered %v, want failed", state)
 		}
 	}
@@ -159,7 +159,7 @@ func TestCacheRemembersFailuresBriefly(t *testing.T) {
 	g.failed.Store(false)
 	g.value.Store(9)
 	clock.Step(c.errorTTL)
-	if v, state := c.get(context.Background(), "nginx", later(), nil); state != found || v != 9 {
+	if v, state := c.get(context.Background(), "nginx", "ns", later(), nil); state != found || v != 9 {
 		t.Errorf("after the error TTL get = %d, %v; want 9, found", v, state)
 	}
 }
@@ -214,24 +214,24 @@ func TestCacheBounds(t *testing.T) {
 				if tc.stuck {
 					deadline = time.Time{} // no wait: the computations never finish
 				}
-				_, state := c.get(context.Background(), tc.keys(i), deadline, tc.admit)
+				_, state := c.get(context.Background(), tc.keys(i), "ns", deadline, tc.admit)
 				shedSeen = shedSeen || state == shed
-				entries, bytes, inflight := c.usage()
-				if entries > tc.limits.entries || bytes > tc.limits.bytes || inflight > tc.limits.queued || int(most.Load()) > tc.limits.running {
+				u := c.usage()
+				if u.entries > tc.limits.entries || u.bytes > tc.limits.bytes || u.inflight > tc.limits.queued || int(most.Load()) > tc.limits.running {
 					t.Fatalf("after %d keys: %d entries, %d bytes, %d in flight, %d running at once; limits %+v",
-						i+1, entries, bytes, inflight, most.Load(), tc.limits)
+						i+1, u.entries, u.bytes, u.inflight, most.Load(), tc.limits)
 				}
 			}
-			if entries, _, _ := c.usage(); entries > tc.wantMax {
-				t.Errorf("%d entries kept, want at most %d", entries, tc.wantMax)
+			if u := c.usage(); u.entries > tc.wantMax {
+				t.Errorf("%d entries kept, want at most %d", u.entries, tc.wantMax)
 			}
 			if tc.stuck {
 				if !shedSeen {
 					t.Error("no lookup was shed while the computations were stuck")
 				}
 				close(gate)
-				waitFor(t, "the stuck computations to finish", func() bool { _, _, inflight := c.usage(); return inflight == 0 })
-				if _, state := c.get(context.Background(), "img-fresh", later(), nil); state != found {
+				waitFor(t, "the stuck computations to finish", func() bool { return c.usage().inflight == 0 })
+				if _, state := c.get(context.Background(), "img-fresh", "ns", later(), nil); state != found {
 					t.Errorf("after the flood a new key answered %v, want found", state)
 				}
 			}
@@ -245,11 +245,89 @@ func TestCacheExpiredEntriesGo(t *testing.T) {
 	c, g, clock, _ := newTestCache(t)
 	close(g.gate)
 	for i := range 100 {
-		c.get(context.Background(), fmt.Sprintf("img-%d", i), later(), nil)
+		c.get(context.Background(), fmt.Sprintf("img-%d", i), "ns", later(), nil)
 	}
 	clock.Step(2 * time.Minute)
-	c.get(context.Background(), "after", later(), nil)
-	if entries, _, _ := c.usage(); entries != 1 {
-		t.Errorf("%d entries after the TTL, want only the new one", entries)
+	c.get(context.Background(), "after", "ns", later(), nil)
+	if u := c.usage(); u.entries != 1 {
+		t.Errorf("%d entries after the TTL, want only the new one", u.entries)
 	}
+}
+
+// TestCacheNamespaceShares: one namespace's flood of distinct keys takes no more than its
+// share of the entries, the bytes and the started computations; a full cache makes room
+// from the namespace holding the most, so a namespace that holds little keeps what it has
+// whatever the others send.
+func TestCacheNamespaceShares(t *testing.T) {
+	limits := cacheLimits{entries: 400, bytes: 1 << 20, running: 2, queued: 16, share: 4}
+	size := func(k string, _ int32) int { return len(k) }
+	instant := func(context.Context, string) (int32, error) { return 1, nil }
+	nsEntries, _, nsQueued, _ := limits.namespaceLimits()
+
+	t.Run("one namespace's flood stays within its share of entries", func(t *testing.T) {
+		c := newCache(time.Minute, time.Minute, limits, size, instant, func(string, error) {})
+		for i := range 1000 {
+			c.get(context.Background(), fmt.Sprintf("img-%d", i), "flood", later(), nil)
+		}
+		if u := c.usage(); u.entries != nsEntries || u.largestEntries != nsEntries {
+			t.Errorf("the flood keeps %d entries (its namespace %d), want its share, %d", u.entries, u.largestEntries, nsEntries)
+		}
+		// Its newest keys are kept: its own oldest made room.
+		if _, state := c.get(context.Background(), "img-999", "flood", time.Time{}, nil); state != found {
+			t.Errorf("its newest key answered %v, want found", state)
+		}
+	})
+	t.Run("one namespace's flood stays within its share of bytes", func(t *testing.T) {
+		limits := cacheLimits{entries: 10000, bytes: 64 << 10, running: 2, queued: 16, share: 4}
+		_, nsBytes, _, _ := limits.namespaceLimits()
+		c := newCache(time.Minute, time.Minute, limits, size, instant, func(string, error) {})
+		for i := range 1000 {
+			c.get(context.Background(), fmt.Sprintf("%d-%s", i, strings.Repeat("x", 500)), "flood", later(), nil)
+		}
+		u := c.usage()
+		if u.bytes > nsBytes || u.bytes < nsBytes-(entryOverhead+510) {
+			t.Errorf("the flood keeps %d bytes, want its share, %d, within one entry", u.bytes, nsBytes)
+		}
+	})
+	t.Run("a quiet namespace keeps its entry through everyone else's floods", func(t *testing.T) {
+		c := newCache(time.Minute, time.Minute, limits, size, instant, func(string, error) {})
+		c.get(context.Background(), "quiet-img", "quiet", later(), nil)
+		for i := range 3000 {
+			c.get(context.Background(), fmt.Sprintf("img-%d", i), fmt.Sprintf("flood-%d", i%6), later(), nil)
+		}
+		u := c.usage()
+		if u.entries != limits.entries || u.largestEntries > nsEntries {
+			t.Errorf("%d entries, the largest namespace %d; want the cache full (%d) and no namespace over %d", u.entries, u.largestEntries, limits.entries, nsEntries)
+		}
+		if _, state := c.get(context.Background(), "quiet-img", "quiet", time.Time{}, nil); state != found {
+			t.Errorf("the quiet namespace's entry answered %v after the floods, want found", state)
+		}
+	})
+	t.Run("one namespace's stuck lookups leave the others theirs", func(t *testing.T) {
+		gate := make(chan struct{})
+		stuck := func(ctx context.Context, k string) (int32, error) {
+			if strings.HasPrefix(k, "stuck-") {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+			}
+			return 1, nil
+		}
+		c := newCache(time.Minute, time.Minute, limits, size, stuck, func(string, error) {})
+		refused := 0
+		for i := range 100 {
+			if _, state := c.get(context.Background(), fmt.Sprintf("stuck-%d", i), "flood", time.Time{}, nil); state == shed {
+				refused++
+			}
+		}
+		if u := c.usage(); u.inflight != nsQueued || refused != 100-nsQueued {
+			t.Errorf("%d started, %d shed; want the namespace's share started (%d) and the rest shed", u.inflight, refused, nsQueued)
+		}
+		if v, state := c.get(context.Background(), "other-img", "other", later(), nil); state != found || v != 1 {
+			t.Errorf("another namespace's lookup answered %d, %v while the flood's were stuck; want 1, found", v, state)
+		}
+		close(gate)
+		waitFor(t, "the stuck lookups to finish", func() bool { return c.usage().inflight == 0 })
+	})
 }

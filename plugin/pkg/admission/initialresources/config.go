@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -39,10 +40,16 @@ const (
 	DefaultNamespaceLabel           = "namespace"
 	DefaultContainerLabel           = "container"
 	DefaultFitLimitRanges           = true
+	DefaultCacheEntries       int32 = 10000
+	DefaultCacheBytes               = "4Mi"
 
 	// maxMissWait keeps a miss far from the request timeout: admission is not the place to
 	// wait for a monitoring system.
 	maxMissWait = 5 * time.Second
+	// The caches' sizes: room for a namespace's share of a few entries, up to what a
+	// control plane's memory affords four times over.
+	minCacheEntries, maxCacheEntries int32 = 16, 1000000
+	minCacheBytes, maxCacheBytes     int64 = 64 << 10, 1 << 30
 	// maxPointsPerSeries is Prometheus's own limit on a range query's points per series.
 	maxPointsPerSeries int32 = 11000
 )
@@ -83,6 +90,11 @@ func SetDefaults(cfg *admissionv1alpha1.InitialResourcesConfiguration) {
 	defaultDuration(&cfg.LongWindow, DefaultLongWindow)
 	defaultDuration(&cfg.CacheTTL, DefaultCacheTTL)
 	defaultDuration(&cfg.MissWait, DefaultMissWait)
+	defaultInt32(&cfg.CacheEntries, DefaultCacheEntries)
+	if cfg.CacheBytes == nil {
+		q := resource.MustParse(DefaultCacheBytes)
+		cfg.CacheBytes = &q
+	}
 	if cfg.FitLimitRanges == nil {
 		// A plugin that only estimates never turns an admission into a refusal.
 		fit := DefaultFitLimitRanges
@@ -160,6 +172,12 @@ func Validate(cfg *admissionv1alpha1.InitialResourcesConfiguration) field.ErrorL
 	if w := cfg.MissWait.Duration; w < 0 || w > maxMissWait {
 		errs = append(errs, field.Invalid(field.NewPath("missWait"), w.String(), fmt.Sprintf("must be between 0s and %s", maxMissWait)))
 	}
+	if n := *cfg.CacheEntries; n < minCacheEntries || n > maxCacheEntries {
+		errs = append(errs, field.Invalid(field.NewPath("cacheEntries"), n, fmt.Sprintf("must be between %d and %d", minCacheEntries, maxCacheEntries)))
+	}
+	if b := cfg.CacheBytes.Value(); b < minCacheBytes || b > maxCacheBytes || cfg.CacheBytes.Cmp(*resource.NewQuantity(b, resource.BinarySI)) != 0 {
+		errs = append(errs, field.Invalid(field.NewPath("cacheBytes"), cfg.CacheBytes.String(), "must be a whole number of bytes between 64Ki and 1Gi"))
+	}
 	if p := cfg.Prometheus; p != nil {
 		errs = append(errs, validatePrometheus(p, cfg.ShortWindow.Duration, field.NewPath("prometheus"))...)
 	}
@@ -228,6 +246,8 @@ shortWindow: 168h
 longWindow: 720h
 namespaceOnly: false
 cacheTTL: 10m
+cacheEntries: 10000
+cacheBytes: 4Mi
 missWait: 100ms
 fitLimitRanges: true
 verticalPodAutoscaler:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
@@ -30,6 +31,8 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 			ShortWindow:      &metav1.Duration{Duration: 7 * 24 * time.Hour},
 			LongWindow:       &metav1.Duration{Duration: 30 * 24 * time.Hour},
 			CacheTTL:         &metav1.Duration{Duration: 10 * time.Minute},
+			CacheEntries:     ptrTo[int32](10000),
+			CacheBytes:       ptrTo(resource.MustParse("4Mi")),
 			MissWait:         &metav1.Duration{Duration: 100 * time.Millisecond},
 			// An estimate never gets a pod refused (1.10: false).
 			FitLimitRanges:        ptrTo(true),
@@ -96,6 +99,11 @@ func TestLoadConfigurationErrors(t *testing.T) {
 		{"a negative window", header + "shortWindow: -1h\n", "shortWindow: Invalid value"},
 		{"a miss wait too long", header + "missWait: 30s\n", "missWait: Invalid value"},
 		{"no cache", header + "cacheTTL: 0s\n", "cacheTTL: Invalid value"},
+		{"too few cache entries", header + "cacheEntries: 15\n", "cacheEntries: Invalid value: 15"},
+		{"too many cache entries", header + "cacheEntries: 1000001\n", "cacheEntries: Invalid value"},
+		{"too small a cache", header + "cacheBytes: 1Ki\n", `cacheBytes: Invalid value: "1Ki"`},
+		{"too large a cache", header + "cacheBytes: 2Gi\n", "cacheBytes: Invalid value"},
+		{"a fraction of a byte", header + "cacheBytes: 100000.5\n", "cacheBytes: Invalid value"},
 		{"no URL", header + "prometheus:\n  timeout: 1s\n", "prometheus.url: Required value"},
 		{"not an http URL", header + "prometheus:\n  url: prometheus:9090\n", "prometheus.url: Invalid value"},
 		{"a relative CA file", header + prom + "  caFile: ca.crt\n", "prometheus.caFile: Invalid value"},

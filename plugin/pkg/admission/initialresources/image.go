@@ -21,6 +21,20 @@ type image struct {
 	repository []string
 }
 
+// normalizeImage is the normalized reference of a pod's image ("nginx" is
+// docker.io/library/nginx:latest), the caches' key; false when it is not a reference a
+// runtime could pull (no estimate then).
+func normalizeImage(written string) (string, bool) {
+	if len(written) > maxImageLength {
+		return "", false // not parsed: no reference is this long
+	}
+	named, err := reference.ParseNormalizedNamed(written)
+	if err != nil {
+		return "", false
+	}
+	return reference.TagNameOnly(named).String(), true
+}
+
 // parseImage reads a pod's image reference; false when it is not one (no estimate then).
 func parseImage(written string) (image, bool) {
 	named, err := reference.ParseNormalizedNamed(written)
@@ -29,8 +43,11 @@ func parseImage(written string) (image, bool) {
 	}
 	full := reference.TagNameOnly(named) // the :latest a runtime pulls for a bare name
 	exact := sets.New(written, full.String(), reference.FamiliarString(full))
-	if reference.IsNameOnly(named) {
-		exact.Insert(named.String(), reference.FamiliarString(named))
+	// A bare name is its :latest, and so is :latest its bare name (a runtime may record
+	// either spelling).
+	if tagged, ok := full.(reference.Tagged); reference.IsNameOnly(named) || (ok && tagged.Tag() == "latest" && !isDigested(full)) {
+		bare := reference.TrimNamed(full)
+		exact.Insert(bare.String(), reference.FamiliarString(bare))
 	}
 	tagged, hasTag := named.(reference.Tagged)
 	digested, hasDigest := named.(reference.Digested)
@@ -47,4 +64,9 @@ func parseImage(written string) (image, bool) {
 		exact:      sets.List(exact),
 		repository: sets.List(sets.New(named.Name(), reference.FamiliarName(named))),
 	}, true
+}
+
+func isDigested(ref reference.Named) bool {
+	_, ok := ref.(reference.Digested)
+	return ok
 }

@@ -207,7 +207,7 @@ func (v *vpaSource) lookup(ctx context.Context, deadline time.Time, pod *api.Pod
 	if ref == nil {
 		return nil, found // a pod of no controller: no VPA targets it
 	}
-	all, state := v.autoscalers.get(ctx, pod.Namespace, deadline, nil)
+	all, state := v.autoscalers.get(ctx, pod.Namespace, pod.Namespace, deadline, nil)
 	if state != found || len(all) == 0 {
 		return nil, state
 	}
@@ -217,7 +217,7 @@ func (v *vpaSource) lookup(ctx context.Context, deadline time.Time, pod *api.Pod
 				return &all[i], found
 			}
 		}
-		if ref, state = v.owners.get(ctx, *ref, deadline, nil); state != found {
+		if ref, state = v.owners.get(ctx, *ref, ref.namespace, deadline, nil); state != found {
 			return nil, state
 		}
 	}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -67,6 +68,18 @@ type InitialResourcesConfiguration struct {
 	// background before it expires while pods of the image keep coming. Defaults to 10m.
 	// +optional
 	CacheTTL *metav1.Duration `json:"cacheTTL,omitempty"`
+
+	// CacheEntries is the most entries each of the plugin's four caches keeps (usage
+	// history per image and namespace, per image for any namespace, the
+	// VerticalPodAutoscaler source's autoscalers per namespace and owners); one namespace
+	// keeps at most a quarter of them. Defaults to 10000; 16 to 1000000.
+	// +optional
+	CacheEntries *int32 `json:"cacheEntries,omitempty"`
+
+	// CacheBytes is the most each cache keeps as counted (an entry's key and value, and 256
+	// bytes); one namespace keeps at most a quarter of it. Defaults to 4Mi; 64Ki to 1Gi.
+	// +optional
+	CacheBytes *resource.Quantity `json:"cacheBytes,omitempty"`
 
 	// MissWait bounds how long a pod whose image has no cached estimate waits for the
 	// sources; past it the pod is admitted unchanged and the estimate cached for the next

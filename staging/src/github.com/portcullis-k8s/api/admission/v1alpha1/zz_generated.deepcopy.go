@@ -124,6 +124,16 @@ func (in *InitialResourcesConfiguration) DeepCopyInto(out *InitialResourcesConfi
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.CacheEntries != nil {
+		in, out := &in.CacheEntries, &out.CacheEntries
+		*out = new(int32)
+		**out = **in
+	}
+	if in.CacheBytes != nil {
+		in, out := &in.CacheBytes, &out.CacheBytes
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	if in.MissWait != nil {
 		in, out := &in.MissWait, &out.MissWait
 		*out = new(v1.Duration)
