@@ -23,8 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic/registry"
@@ -77,7 +79,17 @@ type Plugin struct {
 	readyTimeout   time.Duration
 	// deletions are the deletions of failed objects under way, for tests.
 	deletions sync.WaitGroup
+	// deleteRetries bound the tries of a deletion the server does not answer.
+	deleteRetries wait.Backoff
+	// attempts count, per request (audit ID) and object (UID) whose failure result
+	// scheduled a deletion, the admission attempts of that update: the storage runs
+	// admission again when it judged a stale cached copy, and only a deletion scheduled by
+	// the request's last attempt may run (*atomic.Int32 values).
+	attempts sync.Map
 }
+
+// attemptKey names one request's update of one object.
+type attemptKey struct{ request, object types.UID }
 
 var (
 	_ admission.MutationInterface                   = &Plugin{}
@@ -89,9 +101,10 @@ var (
 // New returns the plugin, handling CREATE and UPDATE.
 func New() *Plugin {
 	return &Plugin{
-		Handler:      admission.NewHandler(admission.Create, admission.Update),
-		ready:        func() bool { return false },
-		readyTimeout: readiness.DefaultTimeout,
+		Handler:       admission.NewHandler(admission.Create, admission.Update),
+		ready:         func() bool { return false },
+		readyTimeout:  readiness.DefaultTimeout,
+		deleteRetries: defaultDeleteRetries,
 	}
 }
 
@@ -184,6 +197,13 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		old, err := meta.Accessor(a.GetOldObject())
 		if err != nil {
 			return nil
+		}
+		// A later attempt of an update whose failure result scheduled a deletion: that
+		// deletion waits for this attempt's decision.
+		if key, ok := attemptKeyOf(ctx, old); ok {
+			if n, scheduled := p.attempts.Load(key); scheduled {
+				n.(*atomic.Int32).Add(1)
+			}
 		}
 		return p.admitUpdate(ctx, a, accessor, old)
 	}
@@ -370,6 +390,7 @@ func ungate(a admission.Attributes, pod, oldPod *api.Pod, current, updated []str
 // the storage, where no DELETE admission ran; here a policy on DELETE cannot be stepped
 // around by a result.
 func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Object, result string) error {
+	background := metav1.DeletePropagationBackground
 	status := failureStatus(result)
 	requester := a.GetUserInfo()
 	if p.clientAs == nil {
@@ -382,7 +403,9 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 	resource, namespace, name, uid := a.GetResource(), a.GetNamespace(), a.GetName(), old.GetUID()
 	objects := client.Resource(resource).Namespace(namespace)
 	judgeCtx, cancel := context.WithTimeout(ctx, deleteTimeout)
-	err = objects.Delete(judgeCtx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: []string{metav1.DryRunAll}})
+	// Background: a failed Job's or ReplicationController's pods go with it (their
+	// deletion orphans them by default), as every dependent of a failed object.
+	err = objects.Delete(judgeCtx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background, DryRun: []string{metav1.DryRunAll}})
 	cancel()
 	if err != nil {
 		return deletionRefused(requester, err)
@@ -395,6 +418,20 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 	if err := a.AddAnnotation(DeletionAuditAnnotation, fmt.Sprintf("%s %s/%s (uid %s)", resource.GroupResource(), namespace, name, uid)); err != nil {
 		klog.ErrorS(err, "Initializers: recording the deletion in the audit event", "resource", resource, "namespace", namespace, "name", name)
 	}
+	// This attempt's number among the request's attempts on the object.
+	key, keyed := attemptKeyOf(ctx, old)
+	var attempts *atomic.Int32
+	var mine int32 = 1
+	if keyed {
+		first := &atomic.Int32{}
+		first.Store(1)
+		n, loaded := p.attempts.LoadOrStore(key, first)
+		attempts = n.(*atomic.Int32)
+		if loaded {
+			mine = attempts.Load() // Admit counted this attempt
+		}
+	}
+	version := old.GetResourceVersion()
 	p.deletions.Go(func() {
 		select {
 		case <-ctx.Done():
@@ -402,22 +439,71 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 			klog.InfoS("Initializers: the server stopped before deleting an object whose initialization failed; it stays pending", "resource", resource, "namespace", namespace, "name", name)
 			return
 		}
-		deleteCtx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
-		defer cancel()
-		err := objects.Delete(deleteCtx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if keyed {
+			p.attempts.CompareAndDelete(key, attempts)
+			if last := attempts.Load(); last != mine {
+				// The storage judged the update again (this attempt saw a stale copy): the
+				// last attempt's decision stands, and deletes if it failed the object.
+				return
+			}
+		}
+		err := p.deleteFailed(objects, name, uid, version, &background)
 		switch {
 		case err == nil:
 			klog.InfoS("Initializers: initialization failed; object deleted", "resource", resource, "namespace", namespace, "name", name, "user", requester.GetName(), "result", status.ErrStatus.Message)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone already, or deleted and created again (another UID): not this object's.
+			// Gone already, or deleted and created again (another UID), or changed since the
+			// result was judged: not the object the result failed.
+			klog.InfoS("Initializers: an object whose initialization failed was not deleted: it is gone or changed since", "resource", resource, "namespace", namespace, "name", name, "reason", err.Error())
 		default:
-			// Refused between the dry run and now (a policy changed): the object stays, and
-			// says why.
+			// Refused between the dry run and now (a policy changed), or the server did
+			// not answer: the object stays, and says why.
 			klog.ErrorS(err, "Initializers: deleting an object whose initialization failed", "resource", resource, "namespace", namespace, "name", name, "user", requester.GetName())
 			p.recordDeletionError(resource, namespace, name, uid, requester, err)
 		}
 	})
 	return status
+}
+
+// attemptKeyOf names the request's update of old; false without an audit ID.
+func attemptKeyOf(ctx context.Context, old metav1.Object) (attemptKey, bool) {
+	id, ok := audit.AuditIDFrom(ctx)
+	return attemptKey{request: id, object: old.GetUID()}, ok && id != ""
+}
+
+// defaultDeleteRetries bound the deletion's tries when the server does not answer it (429,
+// 5xx, a timeout, no connection): five, over about 15 s besides the tries themselves.
+var defaultDeleteRetries = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5, Cap: 8 * time.Second}
+
+// deleteFailed deletes the object as the version the result was judged on: a later
+// version (the object changed since) is not deleted, with a conflict. An answer that is not
+// the server's decision is tried again within deleteRetries.
+func (p *Plugin) deleteFailed(objects dynamic.ResourceInterface, name string, uid types.UID, version string, propagation *metav1.DeletionPropagation) error {
+	options := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &version}, PropagationPolicy: propagation}
+	var err error
+	backoff := p.deleteRetries
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+		err = objects.Delete(ctx, name, options)
+		cancel()
+		if err == nil || !transient(err) || backoff.Steps <= 1 {
+			return err
+		}
+		select {
+		case <-time.After(backoff.Step()):
+		case <-p.drained:
+			return err
+		}
+	}
+}
+
+// transient reports an error that is not the server's decision on the request: tried again.
+func transient(err error) bool {
+	if _, decided := err.(apierrors.APIStatus); !decided {
+		return true // no answer: the connection or the client's timeout
+	}
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
 }
 
 // deletionRefused is the answer to a failure result whose deletion the server refuses the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/audit"
 	"net/http"
 	"slices"
 	"strings"
@@ -623,8 +625,114 @@ func checkDeletion(t *testing.T, d deletion, user string, dryRun bool) {
 	t.Helper()
 	options := d.action.GetDeleteOptions()
 	if d.user != user || d.dryRun != dryRun || d.action.GetName() != "web" || d.action.GetNamespace() != "default" ||
-		d.action.GetResource() != podsResource || options.Preconditions == nil || options.Preconditions.UID == nil || *options.Preconditions.UID != "uid-1" {
-		t.Errorf("deletion %+v (options %+v), want the pod web with its UID as precondition, as %s, dry run %v", d, options, user, dryRun)
+		d.action.GetResource() != podsResource || options.Preconditions == nil || options.Preconditions.UID == nil || *options.Preconditions.UID != "uid-1" ||
+		options.PropagationPolicy == nil || *options.PropagationPolicy != metav1.DeletePropagationBackground {
+		t.Errorf("deletion %+v (options %+v), want the pod web with its UID as precondition and its dependents in the background, as %s, dry run %v", d, options, user, dryRun)
+	}
+}
+
+// TestAFailureResultsDeletionIsTheLastAttempts: the storage runs an update's admission
+// again on the stored object when the first attempt judged a stale cached copy; only the
+// last attempt's decision deletes, and only the version it judged.
+func TestAFailureResultsDeletionIsTheLastAttempts(t *testing.T) {
+	at := func(version string, p *api.Pod) *api.Pod {
+		p.ResourceVersion = version
+		return p
+	}
+	failed := func(version string) *api.Pod {
+		p := at(version, pendingPod("a.example.com", "a.example.com"))
+		p.Annotations[ResultAnnotation] = "no"
+		return p
+	}
+	initialized := func(version string) *api.Pod { return at(version, pod(nil)) }
+	for _, tc := range []struct {
+		name string
+		// attempts are the old objects the storage judged the update against, in order,
+		// with the update's object (the result on the client's copy).
+		attempts    [][2]*api.Pod
+		wantDeleted []string // the versions deleted as preconditions
+	}{
+		{name: "a stale copy failed, the stored one is initialized: nothing deleted",
+			attempts: [][2]*api.Pod{{failed("5"), at("5", pendingPod("a.example.com", "a.example.com"))}, {failed("5"), initialized("6")}}},
+		{name: "a PUT: a stale copy failed, the stored one is newer (409): nothing deleted",
+			attempts: [][2]*api.Pod{{failed("5"), at("5", pendingPod("a.example.com", "a.example.com"))}, {failed("5"), at("6", pendingPod("a.example.com", "a.example.com"))}}},
+		{name: "a patch: a stale copy failed, and the stored one: the stored version deleted, once",
+			attempts:    [][2]*api.Pod{{failed("5"), at("5", pendingPod("a.example.com", "a.example.com"))}, {failed("6"), at("6", pendingPod("a.example.com", "a.example.com"))}},
+			wantDeleted: []string{"6"}},
+		{name: "one attempt: its version deleted",
+			attempts:    [][2]*api.Pod{{failed("5"), at("5", pendingPod("a.example.com", "a.example.com"))}},
+			wantDeleted: []string{"5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := newPlugin(t)
+			drained := make(chan struct{})
+			defer close(drained)
+			p.SetDrainedNotification(drained)
+			request, done := context.WithCancel(audit.WithAuditContext(context.Background()))
+			audit.WithAuditID(request, "request-1")
+			for _, attempt := range tc.attempts {
+				_ = p.Admit(request, updateAttributes(attempt[0].DeepCopy(), attempt[1], initializerUser, false), nil)
+			}
+			done()
+			p.deletions.Wait()
+			var deleted []string
+			for _, d := range c.made(true) {
+				deleted = append(deleted, *d.action.GetDeleteOptions().Preconditions.ResourceVersion)
+			}
+			if diff := cmp.Diff(tc.wantDeleted, deleted); diff != "" {
+				t.Errorf("deletions as preconditioned versions (-want +got):\n%s", diff)
+			}
+			if _, left := p.attempts.Load(attemptKey{request: "request-1", object: "uid-1"}); left {
+				t.Error("the request's attempts are still counted after it ended")
+			}
+		})
+	}
+}
+
+// TestAFailureResultsDeletionIsRetried: a deletion the server does not answer (429, 5xx)
+// is tried again; one it refuses is not.
+func TestAFailureResultsDeletionIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		answers      []error // to the real deletion's tries, in order; then nil
+		wantTries    int
+		wantRecorded bool
+	}{
+		{name: "throttled twice, then deleted", answers: []error{apierrors.NewTooManyRequests("slow down", 1), apierrors.NewInternalError(errors.New("etcd"))}, wantTries: 3},
+		{name: "refused: not retried, recorded", answers: []error{apierrors.NewForbidden(podsResource.GroupResource(), "web", errors.New("policy"))}, wantTries: 1, wantRecorded: true},
+		{name: "never answered: five tries, recorded", answers: slices.Repeat([]error{apierrors.NewServiceUnavailable("down")}, 10), wantTries: 5, wantRecorded: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, c := newPlugin(t)
+			p.deleteRetries = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 5}
+			var tries int
+			c.refuse = func(dryRun bool) error {
+				if dryRun {
+					return nil
+				}
+				tries++
+				if tries <= len(tc.answers) {
+					return tc.answers[tries-1]
+				}
+				return nil
+			}
+			drained := make(chan struct{})
+			defer close(drained)
+			p.SetDrainedNotification(drained)
+			failed := pendingPod("a.example.com", "a.example.com")
+			failed.Annotations[ResultAnnotation] = "no"
+			request, done := context.WithCancel(context.Background())
+			_ = p.Admit(request, updateAttributes(failed, pendingPod("a.example.com", "a.example.com"), initializerUser, false), nil)
+			done()
+			p.deletions.Wait()
+			if tries != tc.wantTries {
+				t.Errorf("%d tries, want %d", tries, tc.wantTries)
+			}
+			recorded := slices.ContainsFunc(c.server.Actions(), func(a clienttesting.Action) bool { return a.GetVerb() == "patch" })
+			if recorded != tc.wantRecorded {
+				t.Errorf("recorded on the object: %t, want %t", recorded, tc.wantRecorded)
+			}
+		})
 	}
 }
 
