@@ -533,7 +533,7 @@ SOAK_FUZZTIME ?= 20s
 SOAK_FUZZ_REPORT := $(abspath $(OUT_DIR)/soak/fuzz.tsv)
 
 .PHONY: soak
-soak: build etcd stock ## ours and stock under load and faults (webhook, etcd, HA), loss read from etcd, fuzzing, bad inputs; rewrites docs/reliability.md
+soak: build unbounded-caches etcd stock ## ours and stock under load and faults (webhook, etcd, HA), loss read from etcd, fuzzing, bad inputs; rewrites docs/reliability.md
 	@mkdir -p $(dir $(SOAK_FUZZ_REPORT))
 	rm -f $(SOAK_FUZZ_REPORT)
 	$(GO) build -o $(BIN_DIR)/soak ./hack/soak
