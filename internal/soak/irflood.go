@@ -116,7 +116,8 @@ type IRFloodOptions struct {
 	// with an image string of its own; the control pass before them sends as many. 0
 	// skips the case. Enough to fill the caches: at least 1.2 × CacheEntries.
 	Images int
-	// Namespaces send them in turn.
+	// Namespaces send them: half in the first (the greedy namespace, past its share), the
+	// rest in turn in the others.
 	Namespaces int
 	// Clients send them, each on its own connection, in a closed loop.
 	Clients int
@@ -267,13 +268,14 @@ func (r *IRFloodResult) failures() []string {
 }
 
 // ProofFailures lists what the flood on the server with unbounded caches failed to show:
-// its checks of the entry and byte bounds must fail there, or they prove nothing.
+// its checks of the entry and byte bounds and of the namespace's share must fail there, or
+// they prove nothing.
 func (r *IRFloodResult) ProofFailures() []string {
 	failed := r.failures()
 	var out []string
 	// The entry bound's check says "… entries, over its bound", the byte bound's "… MiB,
-	// over its bound".
-	for _, bound := range []string{"entries, over its bound", "MiB, over its bound"} {
+	// over its bound", the namespace's share's "… over its share".
+	for _, bound := range []string{"entries, over its bound", "MiB, over its bound", "over its share"} {
 		if !slices.ContainsFunc(failed, func(f string) bool { return strings.Contains(f, bound) }) {
 			out = append(out, fmt.Sprintf("InitialResources flood on %s: no check failed with %q: the proof of the caches' bounds cannot fail", UnboundedBinary, bound))
 		}
@@ -544,8 +546,18 @@ func floodPod(pass string, i int, withRequests bool) *corev1.Pod {
 	}
 }
 
+// floodNamespace is the namespace of a pass's i-th pod: every other one in the first, the
+// greedy namespace, whose half of the flood is far past its share of the caches; the rest in
+// turn in the others, each under its share.
+func floodNamespace(namespaces []string, i int) string {
+	if i%2 == 0 || len(namespaces) == 1 {
+		return namespaces[0]
+	}
+	return namespaces[1+(i/2)%(len(namespaces)-1)]
+}
+
 // floodPass sends n dry-run creates of the pass's pods from the clients, each in a closed
-// loop, the i-th in namespaces[i % len], within timeout.
+// loop, the i-th in floodNamespace(namespaces, i), within timeout.
 func floodPass(ctx context.Context, clients []kubernetes.Interface, namespaces []string, pass string, n int, withRequests bool, timeout time.Duration) FloodPass {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -567,7 +579,7 @@ func floodPass(ctx context.Context, clients []kubernetes.Interface, namespaces [
 				if i >= n {
 					return
 				}
-				_, err := client.CoreV1().Pods(namespaces[i%len(namespaces)]).Create(ctx, floodPod(pass, i, withRequests), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				_, err := client.CoreV1().Pods(floodNamespace(namespaces, i)).Create(ctx, floodPod(pass, i, withRequests), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				mu.Lock()
 				sent++
 				if err == nil {

@@ -97,7 +97,7 @@ func TestIRFloodCeilings(t *testing.T) {
 	}
 	ok := func() *IRFloodResult {
 		return &IRFloodResult{
-			Options: IRFloodOptions{Images: 600, Clients: 4, Namespaces: 6, CacheEntries: entries, CacheBytes: cacheBytes}, Control: pass(600), Short: pass(600), Long: pass(600),
+			Options: IRFloodOptions{Images: 1200, Clients: 6, Namespaces: 6, CacheEntries: entries, CacheBytes: cacheBytes}, Control: pass(1200), Short: pass(1200), Long: pass(1200),
 			Before: ServerUsage{Goroutines: 2000, RSS: 300 << 20}, After: ServerUsage{Goroutines: 2020, RSS: 302 << 20},
 			Peak:       ServerUsage{Goroutines: 2050, RSS: 310 << 20, Caches: full(entries, cacheBytes)},
 			AfterShort: full(entries, 130<<10), AfterLong: full(320, cacheBytes-100),
@@ -112,7 +112,7 @@ func TestIRFloodCeilings(t *testing.T) {
 		want   string
 	}{
 		"goroutines":          {func(r *IRFloodResult) { r.After.Goroutines = r.Before.Goroutines + IRFloodGoroutineCeiling + 1 }, "goroutines grew by 141"},
-		"peak goroutines":     {func(r *IRFloodResult) { r.Peak.Goroutines = 2000 + IRFloodPeakGoroutineCeiling(4) + 1 }, "at the flood's peak"},
+		"peak goroutines":     {func(r *IRFloodResult) { r.Peak.Goroutines = 2000 + IRFloodPeakGoroutineCeiling(r.Options.Clients) + 1 }, "at the flood's peak"},
 		"rss":                 {func(r *IRFloodResult) { r.Peak.RSS = r.Before.RSS + uint64(IRFloodRSSCeiling(cacheBytes)) + 1 }, "RSS grew"},
 		"held":                {func(r *IRFloodResult) { r.MaxHeld = IRFloodMaxQueries + 1 }, "held 5 queries"},
 		"no queries":          {func(r *IRFloodResult) { r.Queries = 0 }, "no query"},
@@ -123,11 +123,12 @@ func TestIRFloodCeilings(t *testing.T) {
 		"one namespace's share": {func(r *IRFloodResult) {
 			r.Peak.Caches["history"] = CacheReading{Entries: entries, LargestShare: 0.3}
 		}, "over its share"},
-		"quiet evicted": {func(r *IRFloodResult) { r.QuietAfter = false }, "did not survive"},
+		"quiet evicted":         {func(r *IRFloodResult) { r.QuietAfter = false }, "did not survive"},
+		"quiet never estimated": {func(r *IRFloodResult) { r.QuietBefore = false }, "got no estimate before"},
 		"refused": {func(r *IRFloodResult) {
-			r.Short.Admitted, r.Short.Failures = 599, map[string]int{"500 InternalError": 1}
+			r.Short.Admitted, r.Short.Failures = 1199, map[string]int{"500 InternalError": 1}
 		}, "1 dry-run creates failed"},
-		"unsent": {func(r *IRFloodResult) { r.Control.Sent, r.Control.Admitted = 590, 590 }, "10 creates not sent"},
+		"unsent": {func(r *IRFloodResult) { r.Control.Sent, r.Control.Admitted = 1190, 1190 }, "10 creates not sent"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -145,5 +146,30 @@ func TestIRFloodCeilings(t *testing.T) {
 				t.Errorf("the report's verdict passes a failed flood")
 			}
 		})
+	}
+}
+
+// TestFloodNamespace: half the flood is the greedy namespace's, the rest evenly the others'.
+func TestFloodNamespace(t *testing.T) {
+	namespaces := []string{"g", "a", "b", "c"}
+	counts := map[string]int{}
+	for i := range 600 {
+		counts[floodNamespace(namespaces, i)]++
+	}
+	if counts["g"] != 300 || counts["a"] != 100 || counts["b"] != 100 || counts["c"] != 100 {
+		t.Errorf("pods per namespace %v, want half in g and the rest evenly", counts)
+	}
+}
+
+// TestProofFailures: the unbounded build's flood must fail each bound's check.
+func TestProofFailures(t *testing.T) {
+	failing := &IRFloodResult{Options: IRFloodOptions{Images: 1200, Clients: 6, Namespaces: 6, CacheEntries: 400, CacheBytes: 160 << 10},
+		Peak: ServerUsage{Caches: map[string]CacheReading{"history": {Entries: 900, Bytes: 400 << 10, LargestShare: 0.5}}}}
+	if f := failing.ProofFailures(); len(f) != 0 {
+		t.Errorf("a flood over every bound: %v", f)
+	}
+	within := &IRFloodResult{Options: failing.Options, Peak: ServerUsage{Caches: map[string]CacheReading{"history": {Entries: 400, Bytes: 100 << 10, LargestShare: 0.25}}}}
+	if f := within.ProofFailures(); len(f) != 3 {
+		t.Errorf("a flood within every bound: %d proof failures %v, want 3 (entries, bytes, share)", len(f), f)
 	}
 }

@@ -117,9 +117,11 @@ func DefaultOptions() Options {
 		HAKillDown:  5 * time.Second,
 		HACluster:   true,
 		BadInputs:   true,
-		// Two passes of 16,000 images from 6 namespaces: 12,000 references each, past the
-		// default caches' 10,000 entries (short) and 4 MiB (long: about 8,300 entries).
-		IRFlood: IRFloodOptions{Images: 16000, Namespaces: 6, Clients: 16, Timeout: 5 * time.Minute,
+		// Two passes of 24,000 images from 6 namespaces: 18,000 references each, half from
+		// the greedy namespace (which keeps at most a quarter), 9,000 from the others,
+		// past the default caches' 10,000 entries (short) and 4 MiB (long: about 8,300
+		// entries) with a fifth to spare for lookups shed.
+		IRFlood: IRFloodOptions{Images: 24000, Namespaces: 6, Clients: 12, Timeout: 5 * time.Minute,
 			CacheEntries: int(initialresources.DefaultCacheEntries), CacheBytes: 4 << 20},
 	}
 }
@@ -135,10 +137,11 @@ func SmokeOptions() Options {
 	o.WebhookDown, o.EtcdDown, o.HAKillDown = 2*time.Second, 2*time.Second, 2*time.Second
 	o.SlowDelay, o.SlowFor = 50*time.Millisecond, 2*time.Second
 	o.HACluster, o.BadInputs = false, false
-	// Caches of 400 entries and 160 KiB, which the 600 references of each pass fill: the
-	// short ones (about 310 bytes an entry) to their entries, the long ones (about 500) to
-	// their bytes.
-	o.IRFlood = IRFloodOptions{Images: 800, Namespaces: 6, Clients: 4, Timeout: 2 * time.Minute, CacheEntries: 400, CacheBytes: 160 << 10}
+	// Caches of 400 entries and 160 KiB, which each pass's 900 references fill (450 from
+	// the greedy namespace, which keeps at most 100, and 450 from the others): the short
+	// ones (about 310 bytes an entry) to their entries, the long ones (about 500) to their
+	// bytes.
+	o.IRFlood = IRFloodOptions{Images: 1200, Namespaces: 6, Clients: 6, Timeout: 2 * time.Minute, CacheEntries: 400, CacheBytes: 160 << 10}
 	return o
 }
 
@@ -213,13 +216,15 @@ func (o Options) Validate() error {
 		if f.Clients < 1 {
 			errs = append(errs, fmt.Errorf("the InitialResources flood needs at least one client, got %d", f.Clients))
 		}
-		if f.Namespaces < 1 {
-			errs = append(errs, fmt.Errorf("the InitialResources flood needs at least one namespace, got %d", f.Namespaces))
+		if f.Namespaces < 2 {
+			errs = append(errs, fmt.Errorf("the InitialResources flood needs at least two namespaces (a greedy one and others), got %d", f.Namespaces))
 		}
 		if f.CacheEntries < 1 || f.CacheBytes < 1 {
 			errs = append(errs, fmt.Errorf("the InitialResources flood needs the caches' sizes, got %d entries and %d bytes", f.CacheEntries, f.CacheBytes))
-		} else if f.Images*3/4 < f.CacheEntries*11/10 {
-			errs = append(errs, fmt.Errorf("the InitialResources flood's %d images (three quarters references) cannot fill caches of %d entries: send at least %d", f.Images, f.CacheEntries, f.CacheEntries*22/15))
+		} else if others, greedy := f.Images*3/8, min(f.Images*3/8, f.CacheEntries/4); others+greedy < f.CacheEntries*11/10 {
+			// Three quarters of the images are references, half of them the greedy
+			// namespace's, which keeps at most a quarter of the entries.
+			errs = append(errs, fmt.Errorf("the InitialResources flood's %d images cannot fill caches of %d entries with a tenth to spare: %d references from the other namespaces and %d kept of the greedy one's", f.Images, f.CacheEntries, others, greedy))
 		}
 		positive("InitialResources flood timeout", f.Timeout)
 	}

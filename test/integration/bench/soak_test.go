@@ -123,12 +123,12 @@ func TestSoakSmoke(t *testing.T) {
 
 // TestSoakInitialResourcesFlood runs `make soak`'s InitialResources flood at make test's
 // size: ours with InitialResources alone and caches of 400 entries and 160 KiB, its
-// Prometheus a stand-in that answers at once, and dry-run creates from six namespaces each
-// with an image of its own, short references then long ones. The caches must reach each
+// Prometheus a stand-in that answers at once, and dry-run creates from six namespaces (half
+// from a greedy one) each with an image of its own, short references then long ones. The caches must reach each
 // bound and never pass it, a quiet namespace's estimate must survive, and the server's
 // goroutines and RSS must stay within their ceilings. Then the same flood on the server
-// built with portcullis_unbounded_caches must fail the entry and byte checks: without the
-// caches' accounting, the proof fails.
+// built with portcullis_unbounded_caches must fail the entry, byte and share checks:
+// without the caches' limits, the proof fails.
 func TestSoakInitialResourcesFlood(t *testing.T) {
 	t.Parallel()
 	bins := framework.FindBinaries(t)
@@ -159,8 +159,8 @@ func TestSoakInitialResourcesFlood(t *testing.T) {
 		if got := r.AfterShort[c].Entries; got != float64(o.CacheEntries) {
 			t.Errorf("the %s cache holds %.0f entries after the short references, want its bound, %d", c, got, o.CacheEntries)
 		}
-		if got := r.Peak.Caches[c]; got.Entries > float64(o.CacheEntries) || got.Bytes > float64(o.CacheBytes) || got.LargestShare > 0.25 {
-			t.Errorf("the %s cache at its peak: %+v; bounds %d entries, %d bytes, a quarter for a namespace", c, got, o.CacheEntries, o.CacheBytes)
+		if got := r.Peak.Caches[c]; got.Entries > float64(o.CacheEntries) || got.Bytes > float64(o.CacheBytes) || got.LargestShare > 0.25 || got.LargestShare < 0.2 {
+			t.Errorf("the %s cache at its peak: %+v; bounds %d entries, %d bytes, a quarter for a namespace (and the greedy one near it)", c, got, o.CacheEntries, o.CacheBytes)
 		}
 		if got := r.AfterLong[c].Bytes; got > float64(o.CacheBytes) || got < float64(o.CacheBytes)-2048 {
 			t.Errorf("the %s cache holds %.0f bytes after the long references, want its bound, %d, within an entry", c, got, o.CacheBytes)

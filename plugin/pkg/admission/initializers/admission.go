@@ -88,8 +88,13 @@ type Plugin struct {
 	attempts sync.Map
 }
 
-// attemptKey names one request's update of one object.
-type attemptKey struct{ request, object types.UID }
+// attemptKey names one request's update of one object. The audit ID is the client's to
+// choose (the Audit-ID header): the requester's name is part of the key, so that only they
+// could make one of their requests count as another's attempt.
+type attemptKey struct {
+	request, object types.UID
+	user            string
+}
 
 var (
 	_ admission.MutationInterface                   = &Plugin{}
@@ -200,7 +205,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, o admission.
 		}
 		// A later attempt of an update whose failure result scheduled a deletion: that
 		// deletion waits for this attempt's decision.
-		if key, ok := attemptKeyOf(ctx, old); ok {
+		if key, ok := attemptKeyOf(ctx, a, old); ok {
 			if n, scheduled := p.attempts.Load(key); scheduled {
 				n.(*atomic.Int32).Add(1)
 			}
@@ -419,7 +424,7 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 		klog.ErrorS(err, "Initializers: recording the deletion in the audit event", "resource", resource, "namespace", namespace, "name", name)
 	}
 	// This attempt's number among the request's attempts on the object.
-	key, keyed := attemptKeyOf(ctx, old)
+	key, keyed := attemptKeyOf(ctx, a, old)
 	var attempts *atomic.Int32
 	var mine int32 = 1
 	if keyed {
@@ -431,7 +436,6 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 			mine = attempts.Load() // Admit counted this attempt
 		}
 	}
-	version := old.GetResourceVersion()
 	p.deletions.Go(func() {
 		select {
 		case <-ctx.Done():
@@ -447,14 +451,12 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 				return
 			}
 		}
-		err := p.deleteFailed(objects, name, uid, version, &background)
+		err := p.deleteFailed(objects, name, uid, &background)
 		switch {
 		case err == nil:
 			klog.InfoS("Initializers: initialization failed; object deleted", "resource", resource, "namespace", namespace, "name", name, "user", requester.GetName(), "result", status.ErrStatus.Message)
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone already, or deleted and created again (another UID), or changed since the
-			// result was judged: not the object the result failed.
-			klog.InfoS("Initializers: an object whose initialization failed was not deleted: it is gone or changed since", "resource", resource, "namespace", namespace, "name", name, "reason", err.Error())
+			// Gone already, or deleted and created again (another UID): not this object's.
 		default:
 			// Refused between the dry run and now (a policy changed), or the server did
 			// not answer: the object stays, and says why.
@@ -466,20 +468,20 @@ func (p *Plugin) fail(ctx context.Context, a admission.Attributes, old metav1.Ob
 }
 
 // attemptKeyOf names the request's update of old; false without an audit ID.
-func attemptKeyOf(ctx context.Context, old metav1.Object) (attemptKey, bool) {
+func attemptKeyOf(ctx context.Context, a admission.Attributes, old metav1.Object) (attemptKey, bool) {
 	id, ok := audit.AuditIDFrom(ctx)
-	return attemptKey{request: id, object: old.GetUID()}, ok && id != ""
+	return attemptKey{request: id, object: old.GetUID(), user: a.GetUserInfo().GetName()}, ok && id != ""
 }
 
 // defaultDeleteRetries bound the deletion's tries when the server does not answer it (429,
 // 5xx, a timeout, no connection): five, over about 15 s besides the tries themselves.
 var defaultDeleteRetries = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5, Cap: 8 * time.Second}
 
-// deleteFailed deletes the object as the version the result was judged on: a later
-// version (the object changed since) is not deleted, with a conflict. An answer that is not
-// the server's decision is tried again within deleteRetries.
-func (p *Plugin) deleteFailed(objects dynamic.ResourceInterface, name string, uid types.UID, version string, propagation *metav1.DeletionPropagation) error {
-	options := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &version}, PropagationPolicy: propagation}
+// deleteFailed deletes the object, whatever was written to it since the result (a later
+// write does not save it: the UID alone is the precondition). An answer that is not the
+// server's decision is tried again within deleteRetries.
+func (p *Plugin) deleteFailed(objects dynamic.ResourceInterface, name string, uid types.UID, propagation *metav1.DeletionPropagation) error {
+	options := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: propagation}
 	var err error
 	backoff := p.deleteRetries
 	for {

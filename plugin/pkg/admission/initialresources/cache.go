@@ -87,6 +87,9 @@ type cache[K comparable, V any] struct {
 	// its value's.
 	size   func(K, V) int
 	limits cacheLimits
+	// measure are the limits a namespace's weight is a fraction of: limits, but for the
+	// unbounded build's (accounting.go).
+	measure cacheLimits
 	// namespaceEntries, namespaceBytes, namespaceQueued and namespaceRunning are one
 	// namespace's share.
 	namespaceEntries, namespaceBytes, namespaceQueued, namespaceRunning int
@@ -170,10 +173,13 @@ func (h *namespaceHeap) Pop() any {
 
 func newCache[K comparable, V any](ttl, timeout time.Duration, limits cacheLimits, size func(K, V) int,
 	compute func(context.Context, K) (V, error), onError func(K, error)) *cache[K, V] {
+	// A namespace's weight and the largest share are measured against the configured
+	// limits, also where they are not enforced.
+	measure := limits
 	if unboundedCaches {
 		limits = unbounded(limits)
 	}
-	c := &cache[K, V]{
+	c := &cache[K, V]{measure: measure,
 		ttl: ttl, errorTTL: min(ttl, 30*time.Second), compute: compute, timeout: timeout, size: size, limits: limits,
 		now: time.Now, onError: onError,
 		entries: map[K]*cacheEntry[K, V]{}, order: list.New(), namespaces: map[string]*namespaceUsage{},
@@ -265,15 +271,17 @@ func (c *cache[K, V]) namespaceLocked(namespace string) *namespaceUsage {
 	u := c.namespaces[namespace]
 	if u == nil {
 		u = &namespaceUsage{name: namespace, order: list.New(), heapIndex: -1,
-			weightEntries: c.limits.entries, weightBytes: c.limits.bytes}
+			weightEntries: c.measure.entries, weightBytes: c.measure.bytes}
 		c.namespaces[namespace] = u
 	}
 	return u
 }
 
-// forgetIdleLocked drops u's record once it holds nothing and runs nothing.
+// forgetIdleLocked drops u's record once it holds nothing and runs nothing. Every entry and
+// computation refers to its namespace's record in namespaces: a record is looked up (or
+// made) when it is charged, never kept across an eviction that could forget it.
 func (c *cache[K, V]) forgetIdleLocked(u *namespaceUsage) {
-	if u.entries == 0 && u.started == 0 {
+	if u.entries == 0 && u.started == 0 && c.namespaces[u.name] == u {
 		delete(c.namespaces, u.name)
 	}
 }
@@ -303,33 +311,35 @@ func (c *cache[K, V]) insertLocked(key K, namespace string, now time.Time) *cach
 	if size > c.namespaceBytes {
 		return nil
 	}
-	u := c.namespaceLocked(namespace)
 	// The namespace's own share first: its least recently computed entries make room.
-	c.evictLocked(u.order, func() bool { return u.entries >= c.namespaceEntries || u.bytes+size > c.namespaceBytes }, nil)
-	if u.entries >= c.namespaceEntries || u.bytes+size > c.namespaceBytes {
-		c.forgetIdleLocked(u)
-		return nil
+	if u := c.namespaces[namespace]; u != nil {
+		c.evictLocked(u.order, func() bool { return u.entries >= c.namespaceEntries || u.bytes+size > c.namespaceBytes }, nil)
+		if u.entries >= c.namespaceEntries || u.bytes+size > c.namespaceBytes {
+			return nil
+		}
 	}
-	// Then the whole cache: expired entries go (the least recently computed first, as
-	// far as they are expired, and further while the cache is full), then the heaviest
+	// Then the whole cache: expired entries go, the least recently computed first, up to
+	// the first that is not (computations finish in about the order they start, so that is
+	// nearly all of them, and an insert never walks the whole cache); then the heaviest
 	// namespace's.
-	full := func() bool { return len(c.entries) >= c.limits.entries || c.bytes+size > c.limits.bytes }
 	for el := c.order.Front(); el != nil; {
 		next := el.Next()
 		e := el.Value.(*cacheEntry[K, V])
-		if now.Before(e.expires) && !full() {
+		if now.Before(e.expires) {
 			break
 		}
-		if !now.Before(e.expires) && e.done == nil {
+		if e.done == nil {
 			c.removeLocked(e)
 		}
 		el = next
 	}
+	full := func() bool { return len(c.entries) >= c.limits.entries || c.bytes+size > c.limits.bytes }
 	c.evictHeaviestLocked(full, nil)
 	if full() {
-		c.forgetIdleLocked(u)
 		return nil
 	}
+	// Looked up after the evictions, which forget a namespace left with nothing.
+	u := c.namespaceLocked(namespace)
 	e := &cacheEntry[K, V]{key: key, size: size, owner: u}
 	e.place = c.order.PushBack(e)
 	e.ownerPlace = u.order.PushBack(e)
@@ -478,7 +488,7 @@ func (c *cache[K, V]) largestShareLocked() float64 {
 	if c.heaviest.Len() == 0 {
 		return 0
 	}
-	return float64(c.heaviest[0].weight()) / (float64(c.limits.entries) * float64(c.limits.bytes))
+	return float64(c.heaviest[0].weight()) / (float64(c.measure.entries) * float64(c.measure.bytes))
 }
 
 // cacheGauges are one cache's series of the plugin's gauges.

@@ -303,6 +303,31 @@ func TestCacheNamespaceShares(t *testing.T) {
 			t.Errorf("the quiet namespace's entry answered %v after the floods, want found", state)
 		}
 	})
+	t.Run("a namespace whose last entry expires keeps one record and one share", func(t *testing.T) {
+		limits := cacheLimits{entries: 16, bytes: 1 << 20, running: 2, queued: 16, share: 4}
+		c := newCache(time.Minute, time.Minute, limits, size, instant, func(string, error) {})
+		clock := &fakeClock{now: fixedNow}
+		c.now = clock.Now
+		c.get(context.Background(), "k0", "a", later(), nil)
+		clock.Step(2 * time.Minute)
+		// k0 expired: inserting k1 removes it, the namespace's only entry.
+		for i := 1; i < 10; i++ {
+			c.get(context.Background(), fmt.Sprintf("k%d", i), "a", later(), nil)
+			if u := c.usage(); u.entries > 4 {
+				t.Fatalf("after k%d the namespace keeps %d entries, over its share of 4", i, u.entries)
+			}
+		}
+		clock.Step(2 * time.Minute)
+		for i := 10; i < 20; i++ {
+			c.get(context.Background(), fmt.Sprintf("k%d", i), "a", later(), nil)
+			c.mu.Lock()
+			records := len(c.namespaces)
+			c.mu.Unlock()
+			if u := c.usage(); u.entries > 4 || records != 1 {
+				t.Fatalf("after k%d the namespace keeps %d entries in %d records, want at most 4 in one", i, u.entries, records)
+			}
+		}
+	})
 	t.Run("one namespace's stuck lookups leave the others theirs", func(t *testing.T) {
 		gate := make(chan struct{})
 		stuck := func(ctx context.Context, k string) (int32, error) {

@@ -13,8 +13,9 @@ import (
 type image struct {
 	// key is the normalized reference (docker.io/library/nginx:latest).
 	key string
-	// exact are the spellings of this very image: as the pod wrote it, normalized and
-	// familiar (nginx:latest), and for a reference with both tag and digest, each alone.
+	// exact are the spellings of this very image: as given to parseImage (the caches give
+	// the normalized reference), normalized and familiar (nginx:latest), the bare name for
+	// :latest, and for a reference with both tag and digest, each alone.
 	exact []string
 	// repository are the spellings of its repository, any tag or digest: normalized
 	// (docker.io/library/nginx) and familiar (nginx).
