@@ -112,9 +112,9 @@ const (
 
 // IRFloodOptions size the InitialResources flood.
 type IRFloodOptions struct {
-	// Images is how many dry-run pod creates each of the flood's two passes sends, each
-	// with an image string of its own; the control pass before them sends as many. 0
-	// skips the case. Enough to fill the caches: at least 1.2 × CacheEntries.
+	// Images is how many dry-run pod creates the control pass sends, and the most each of
+	// the flood's two passes sends (each stops a fifth of CacheEntries after the caches
+	// reached the bound it fills), each with an image string of its own. 0 skips the case.
 	Images int
 	// Namespaces send them: half in the first (the greedy namespace, past its share), the
 	// rest in turn in the others.
@@ -212,13 +212,15 @@ func (r *IRFloodResult) failures() []string {
 		out = append(out, "InitialResources flood: "+fmt.Sprintf(format, args...))
 	}
 	o := r.Options
+	// The control pass sends every image; the others stop once they filled the caches
+	// (checked below).
+	if unsent := o.Images - r.Control.Sent; unsent > 0 {
+		add("control pass: %d creates not sent within %s", unsent, o.Timeout)
+	}
 	for _, pass := range []struct {
 		name string
 		p    FloodPass
 	}{{"control pass", r.Control}, {"short references", r.Short}, {"long references", r.Long}} {
-		if unsent := o.Images - pass.p.Sent; unsent > 0 {
-			add("%s: %d creates not sent within %s", pass.name, unsent, o.Timeout)
-		}
 		if n := pass.p.Sent - pass.p.Admitted; n > 0 {
 			add("%s: %d dry-run creates failed (%s); the plugin never refuses a pod", pass.name, n, formatCounts(pass.p.Failures))
 		}
@@ -376,7 +378,7 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 	pid := server.process.Pid()
 	e.progressf("InitialResources flood: control pass, %d dry-run creates (requests set) from %d clients", o.Images, o.Clients)
 	control := newUsageSampler(ctx, server, pid)
-	result.Control = floodPass(ctx, clients, namespaces, "control", o.Images, true, o.Timeout)
+	result.Control = floodPass(ctx, clients, namespaces, "control", o.Images, true, o.Timeout, nil)
 	control.stop()
 	if result.QuietBefore, err = quietEstimate(ctx, server.client, true); err != nil {
 		return nil, err
@@ -391,11 +393,22 @@ func (e *environment) runIRFlood(ctx context.Context) (result *IRFloodResult, er
 
 	e.progressf("InitialResources flood: %d dry-run creates with distinct short references, then as many long ones, from %d namespaces and %d clients", o.Images, o.Namespaces, o.Clients)
 	sampler := newUsageSampler(ctx, server, pid)
-	result.Short = floodPass(ctx, clients, namespaces, "short", o.Images, false, o.Timeout)
+	// Each pass sends until the caches reach the bound it fills, and a fifth of the entries
+	// more (eviction at the bound), or until its images run out: the plugin sheds what it
+	// cannot look up at once, so a fixed number of images may not fill them on a slow
+	// machine.
+	entriesReached := func(c map[string]CacheReading) bool {
+		return !slices.ContainsFunc(irFloodCaches, func(name string) bool { return c[name].Entries < float64(o.CacheEntries) })
+	}
+	bytesReached := func(c map[string]CacheReading) bool {
+		return !slices.ContainsFunc(irFloodCaches, func(name string) bool { return c[name].Bytes < float64(o.CacheBytes-irMaxEntryBytes) })
+	}
+	extra := o.CacheEntries / 5
+	result.Short = floodPass(ctx, clients, namespaces, "short", o.Images, false, o.Timeout, &fillTarget{server: server, reached: entriesReached, extra: extra})
 	if result.AfterShort, err = readCaches(ctx, server); err != nil {
 		return nil, err
 	}
-	result.Long = floodPass(ctx, clients, namespaces, "long", o.Images, false, o.Timeout)
+	result.Long = floodPass(ctx, clients, namespaces, "long", o.Images, false, o.Timeout, &fillTarget{server: server, reached: bytesReached, extra: extra})
 	peak := sampler.stop()
 	if result.After, err = readUsage(ctx, server, pid); err != nil {
 		return nil, err
@@ -556,27 +569,56 @@ func floodNamespace(namespaces []string, i int) string {
 	return namespaces[1+(i/2)%(len(namespaces)-1)]
 }
 
+// fillTarget ends a pass once the caches reached what it fills, and extra creates more.
+type fillTarget struct {
+	server  *apiServer
+	reached func(map[string]CacheReading) bool
+	extra   int
+}
+
 // floodPass sends n dry-run creates of the pass's pods from the clients, each in a closed
-// loop, the i-th in floodNamespace(namespaces, i), within timeout.
-func floodPass(ctx context.Context, clients []kubernetes.Interface, namespaces []string, pass string, n int, withRequests bool, timeout time.Duration) FloodPass {
+// loop, the i-th in floodNamespace(namespaces, i), within timeout; with fill, it ends
+// fill.extra creates after the caches' gauges (read every 250 ms) say fill.reached.
+func floodPass(ctx context.Context, clients []kubernetes.Interface, namespaces []string, pass string, n int, withRequests bool, timeout time.Duration, fill *fillTarget) FloodPass {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
 		next     atomic.Int64
+		limit    atomic.Int64
 		mu       sync.Mutex
 		sent     int
 		admitted int
 		wg       sync.WaitGroup
 	)
+	limit.Store(int64(n))
 	failures := map[string]int{}
 	started := time.Now()
+	if fill != nil {
+		watch, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			ticker := time.NewTicker(250 * time.Millisecond)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-watch.Done():
+					return
+				case <-ticker.C:
+				}
+				if caches, err := readCaches(watch, fill.server); err == nil && fill.reached(caches) {
+					limit.Store(min(int64(n), next.Load()+int64(fill.extra)))
+					return
+				}
+			}
+		}()
+	}
 	for _, client := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
-				if i >= n {
+				if i >= int(limit.Load()) {
 					return
 				}
 				_, err := client.CoreV1().Pods(floodNamespace(namespaces, i)).Create(ctx, floodPod(pass, i, withRequests), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -852,7 +894,7 @@ func writeIRFloodSection(b *bytes.Buffer, r *Results) {
 		return
 	}
 	o := f.Options
-	fmt.Fprintf(b, "Ours alone, with `--enable-admission-plugins=%s` and `make run`'s configuration (the plugin's defaults: both sources, `missWait: 100ms`, a 10 s query timeout) with `cacheEntries: %d` and `cacheBytes: %d`, pointing the plugin at a Prometheus stand-in on 127.0.0.1 that answers every query at once (5 samples in a namespace, under the threshold, so the histories of any namespace are read too: 40 samples). First a control pass: %s dry-run pod creates from %d clients whose containers set their requests, so the plugin looks nothing up; a quiet namespace's pod gets its estimate; then *before* is read, and two passes of %s dry-run creates each from %d namespaces in turn, whose containers set none, each with an image string of its own (%s): short references (about 50 bytes) that fill the caches to their entry bound, then long ones (about 240 bytes) that fill them to their byte bound. Then the stand-in fails every query, and the quiet namespace's pod must still get its estimate, from the cache. Goroutines are the server's `go_goroutines`; RSS is `VmRSS` of `/proc/<pid>/status`; the caches are the plugin's gauges (`portcullis_initialresources_cache_entries`, `_cache_bytes`, `_cache_largest_namespace_share`); the peak is the most read during the flood (RSS every 100 ms, the rest every 300 ms).\n\n",
+	fmt.Fprintf(b, "Ours alone, with `--enable-admission-plugins=%s` and `make run`'s configuration (the plugin's defaults: both sources, `missWait: 100ms`, a 10 s query timeout) with `cacheEntries: %d` and `cacheBytes: %d`, pointing the plugin at a Prometheus stand-in on 127.0.0.1 that answers every query at once (5 samples in a namespace, under the threshold, so the histories of any namespace are read too: 40 samples). First a control pass: %s dry-run pod creates from %d clients whose containers set their requests, so the plugin looks nothing up; a quiet namespace's pod gets its estimate; then *before* is read, and two passes of at most %s dry-run creates each from %d namespaces (half of them from one greedy namespace, far past its share; the rest from the others in turn), each ending a fifth of the entries after the caches reached the bound it fills, whose containers set none, each with an image string of its own (%s): short references (about 50 bytes) that fill the caches to their entry bound, then long ones (about 240 bytes) that fill them to their byte bound. Then the stand-in fails every query, and the quiet namespace's pod must still get its estimate, from the cache. Goroutines are the server's `go_goroutines`; RSS is `VmRSS` of `/proc/<pid>/status`; the caches are the plugin's gauges (`portcullis_initialresources_cache_entries`, `_cache_bytes`, `_cache_largest_namespace_share`); the peak is the most read during the flood (RSS every 100 ms, the rest every 300 ms).\n\n",
 		initialresources.PluginName, o.CacheEntries, o.CacheBytes, thousands(o.Images), o.Clients, thousands(o.Images), o.Namespaces, describeMix(f.Mix))
 	if o.Unbounded {
 		fmt.Fprintf(b, "**This run is the server built with the tag `portcullis_unbounded_caches`** (`%s`), whose caches keep whatever they are given: its checks must fail.\n\n", UnboundedBinary)

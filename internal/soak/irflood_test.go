@@ -97,7 +97,7 @@ func TestIRFloodCeilings(t *testing.T) {
 	}
 	ok := func() *IRFloodResult {
 		return &IRFloodResult{
-			Options: IRFloodOptions{Images: 1200, Clients: 6, Namespaces: 6, CacheEntries: entries, CacheBytes: cacheBytes}, Control: pass(1200), Short: pass(1200), Long: pass(1200),
+			Options: IRFloodOptions{Images: 2400, Clients: 6, Namespaces: 6, CacheEntries: entries, CacheBytes: cacheBytes}, Control: pass(2400), Short: pass(1200), Long: pass(1000),
 			Before: ServerUsage{Goroutines: 2000, RSS: 300 << 20}, After: ServerUsage{Goroutines: 2020, RSS: 302 << 20},
 			Peak:       ServerUsage{Goroutines: 2050, RSS: 310 << 20, Caches: full(entries, cacheBytes)},
 			AfterShort: full(entries, 130<<10), AfterLong: full(320, cacheBytes-100),
@@ -128,7 +128,7 @@ func TestIRFloodCeilings(t *testing.T) {
 		"refused": {func(r *IRFloodResult) {
 			r.Short.Admitted, r.Short.Failures = 1199, map[string]int{"500 InternalError": 1}
 		}, "1 dry-run creates failed"},
-		"unsent": {func(r *IRFloodResult) { r.Control.Sent, r.Control.Admitted = 1190, 1190 }, "10 creates not sent"},
+		"unsent": {func(r *IRFloodResult) { r.Control.Sent, r.Control.Admitted = 2390, 2390 }, "10 creates not sent"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

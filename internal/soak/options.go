@@ -117,11 +117,13 @@ func DefaultOptions() Options {
 		HAKillDown:  5 * time.Second,
 		HACluster:   true,
 		BadInputs:   true,
-		// Two passes of 24,000 images from 6 namespaces: 18,000 references each, half from
-		// the greedy namespace (which keeps at most a quarter), 9,000 from the others,
-		// past the default caches' 10,000 entries (short) and 4 MiB (long: about 8,300
-		// entries) with a fifth to spare for lookups shed.
-		IRFlood: IRFloodOptions{Images: 24000, Namespaces: 6, Clients: 12, Timeout: 5 * time.Minute,
+		// A control pass of 60,000 images, and two passes of at most as many from 6
+		// namespaces, half from the greedy namespace (which keeps at most a quarter): each
+		// sends until the default caches reach 10,000 entries (short references) or 4 MiB
+		// (long: about 8,300 entries), and 2,000 more. The plugin sheds most lookups of a
+		// flood faster than its two running lookups, so filling takes several times the
+		// entries.
+		IRFlood: IRFloodOptions{Images: 60000, Namespaces: 6, Clients: 12, Timeout: 5 * time.Minute,
 			CacheEntries: int(initialresources.DefaultCacheEntries), CacheBytes: 4 << 20},
 	}
 }
@@ -137,11 +139,10 @@ func SmokeOptions() Options {
 	o.WebhookDown, o.EtcdDown, o.HAKillDown = 2*time.Second, 2*time.Second, 2*time.Second
 	o.SlowDelay, o.SlowFor = 50*time.Millisecond, 2*time.Second
 	o.HACluster, o.BadInputs = false, false
-	// Caches of 400 entries and 160 KiB, which each pass's 900 references fill (450 from
-	// the greedy namespace, which keeps at most 100, and 450 from the others): the short
-	// ones (about 310 bytes an entry) to their entries, the long ones (about 500) to their
-	// bytes.
-	o.IRFlood = IRFloodOptions{Images: 1200, Namespaces: 6, Clients: 6, Timeout: 2 * time.Minute, CacheEntries: 400, CacheBytes: 160 << 10}
+	// Caches of 400 entries and 160 KiB, which each pass's references fill (half from the
+	// greedy namespace, which keeps at most 100): the short ones (about 310 bytes an entry)
+	// to their entries, the long ones (about 500) to their bytes; at most 2,400 a pass.
+	o.IRFlood = IRFloodOptions{Images: 2400, Namespaces: 6, Clients: 6, Timeout: 2 * time.Minute, CacheEntries: 400, CacheBytes: 160 << 10}
 	return o
 }
 
