@@ -96,7 +96,7 @@ func TestOutcomeClassification(t *testing.T) {
 		{name: "marked but admitted", o: Outcome{Marked: true, UID: "u", Sent: sent}},
 		{name: "marked, failed otherwise", o: Outcome{Marked: true, Sent: sent, Code: 500, Reason: "InternalError", Message: `Internal error occurred: failed calling webhook "x": connection refused`},
 			refused: true, key: "500 InternalError: failed calling webhook"},
-		{name: "breaker open", o: Outcome{Sent: sent, Code: 500, Reason: "InternalError", Message: `failed calling webhook "x": circuit breaker open after 5 consecutive failed calls`},
+		{name: "breaker open", o: Outcome{Sent: sent, Code: 500, Reason: "InternalError", Message: `failed calling webhook "x": circuit breaker open; not called; the next probe call is in 1s (at 2026-01-01T00:00:00Z)`},
 			refused: true, key: "500 InternalError: circuit breaker open"},
 		{name: "timeout: unknown outcome", o: Outcome{Sent: sent, Code: 504, Reason: "Timeout", Message: "the create of soak-00042 timed out"},
 			key: "504 Timeout: the create of <pod> timed out"},

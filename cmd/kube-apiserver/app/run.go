@@ -16,6 +16,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
@@ -51,8 +52,12 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	}
 	// Who may trace is the server's authorizer's to say; it exists only now.
 	admissionTrace.SetAuthorizer(config.KubeAPIs.ControlPlane.Generic.Authorization.Authorizer)
+	if m := portcullis.MutatingDispatch; m != nil && len(m.Modes) > 0 {
+		// The harvest point's per-request state (server.go adds the point).
+		wrapRequests(config, webhook.WithDeferredShadows)
+	}
 	if admissionTrace != nil {
-		traceRequests(config)
+		wrapRequests(config, trace.WithRequestHandler)
 	}
 	restore := func() {}
 	resources := config.KubeAPIs.ControlPlane.Extra.APIResourceConfigSource
@@ -89,11 +94,12 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	return prepared.Run(ctx)
 }
 
-// traceRequests gives every request served its admission trace state, innermost in each
-// server's handler chain (inside upstream's warning recorder): a trace is the request's,
-// whatever admission records upstream makes for it. Only the outermost server's chain runs
-// for a request; each gets the filter so that the choice of outermost is upstream's.
-func traceRequests(config *upstreamapp.Config) {
+// wrapRequests puts wrap innermost in each server's handler chain (inside upstream's warning
+// recorder), to give every request served a state of its own (the admission trace's, the
+// harvest point's): it is the request's, whatever admission records upstream makes for it.
+// Only the outermost server's chain runs for a request; each gets the filter so that the
+// choice of outermost is upstream's.
+func wrapRequests(config *upstreamapp.Config, wrap func(http.Handler) http.Handler) {
 	for _, generic := range []*genericapiserver.Config{
 		config.KubeAPIs.ControlPlane.Generic,
 		&config.ApiExtensions.GenericConfig.Config,
@@ -101,7 +107,7 @@ func traceRequests(config *upstreamapp.Config) {
 	} {
 		build := generic.BuildHandlerChainFunc
 		generic.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-			return build(trace.WithRequestHandler(apiHandler), c)
+			return build(wrap(apiHandler), c)
 		}
 	}
 }

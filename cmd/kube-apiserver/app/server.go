@@ -26,6 +26,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 // The description stock kube-apiserver prints in --help; kept word for word so the
@@ -103,6 +104,11 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 				decorators = append(decorators, admissionTrace)
 			}
 			s.Admission.GenericAdmission.Decorators = append(decorators, s.Admission.GenericAdmission.Decorators...)
+			if m := portcullis.MutatingDispatch; m != nil && len(m.Modes) > 0 {
+				// Mutating shadows are harvested at the end of the chain; last, so that the
+				// wait is no plugin's latency.
+				s.Admission.GenericAdmission.Decorators = append(s.Admission.GenericAdmission.Decorators, &webhook.HarvestPoint{})
+			}
 
 			completed, err := s.Complete(ctx)
 			if err != nil {

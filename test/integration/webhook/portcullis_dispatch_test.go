@@ -123,6 +123,7 @@ func TestPortcullisDispatch(t *testing.T) {
 	rollout := startRolloutCluster(t, e, bins, etcd, tokens)
 	t.Run("rollout: per-webhook enforcement modes", func(t *testing.T) { testWebhookModes(t, e, rollout) })
 	t.Run("rollout: a slow shadow never holds the request", func(t *testing.T) { testShadowNeverHoldsTheRequest(t, e, rollout) })
+	t.Run("rollout: the docs' Warn and Audit example", func(t *testing.T) { testDocsRolloutExample(t, e, rollout) })
 	t.Run("rollout: idempotency probe", func(t *testing.T) { testIdempotencyProbe(t, e, rollout, bins.APIServer) })
 	t.Run("admission trace", func(t *testing.T) { testAdmissionTrace(t, e, rollout) })
 	t.Run("admission trace: a patch retried after a conflict", func(t *testing.T) { testTraceRetriedWrite(t, e, rollout) })
@@ -192,7 +193,7 @@ func testDeadWebhookBreaker(t *testing.T, e *env, c *cluster) {
 		if ignored.object.Labels[mutatedLabel] != "" {
 			t.Errorf("the object was mutated: %v", ignored.object.Labels)
 		}
-		want := fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: circuit breaker open after", ignoreName)
+		want := fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: circuit breaker open", ignoreName)
 		if !slices.ContainsFunc(ignored.warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
 			t.Errorf("the client received warnings %q, want one beginning %q", ignored.warnings, want)
 		}
@@ -200,7 +201,7 @@ func testDeadWebhookBreaker(t *testing.T, e *env, c *cluster) {
 	})
 	failed := dead.shortCircuited(t, c, cm("open-fail", "fail"), cm("open-fail-2", "fail"), &pending)
 	t.Run("Fail: refused at once while open, naming the breaker", func(t *testing.T) {
-		wantRefused(t, failed.err, fmt.Sprintf("failed calling webhook %q: circuit breaker open after 1 consecutive failed calls", failName))
+		wantRefused(t, failed.err, fmt.Sprintf("failed calling webhook %q: circuit breaker open; not called", failName))
 		if !apierrors.IsInternalError(failed.err) {
 			t.Errorf("want a 500 InternalError, got %v", failed.err)
 		}

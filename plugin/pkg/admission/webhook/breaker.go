@@ -148,12 +148,13 @@ type Permit struct {
 	probe bool
 }
 
-// BreakerOpenError is why a call was not made: the webhook's breaker is open.
+// BreakerOpenError is why a call was not made: the webhook's breaker is open. It goes to the
+// client whose call was not made, so it says nothing of the earlier calls that opened the
+// breaker (their errors may carry the webhook's address and another user's object, and their
+// count other users' traffic): those are in the breaker's log lines.
 type BreakerOpenError struct {
-	Failures int
-	LastErr  string
-	ProbeAt  time.Time
-	ProbeIn  time.Duration
+	ProbeAt time.Time
+	ProbeIn time.Duration
 	// Probing says a probe call is already out.
 	Probing bool
 }
@@ -163,7 +164,7 @@ func (e *BreakerOpenError) Error() string {
 	if e.Probing {
 		when = "a probe call is in progress"
 	}
-	return fmt.Sprintf("circuit breaker open after %d consecutive failed calls (the last: %s); not called; %s", e.Failures, e.LastErr, when)
+	return "circuit breaker open; not called; " + when
 }
 
 // Allow says whether a call to h may be made. When it may, the caller must report the
@@ -195,7 +196,6 @@ func (bs *Breakers) Allow(h webhook.WebhookAccessor) (Permit, *BreakerOpenError)
 		return Permit{b: bs, br: b, probe: true}, nil
 	default:
 		return Permit{}, &BreakerOpenError{
-			Failures: b.failures, LastErr: b.lastErr,
 			ProbeAt: b.probeAt, ProbeIn: max(b.probeAt.Sub(now), 0), Probing: b.probing,
 		}
 	}

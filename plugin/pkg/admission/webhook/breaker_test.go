@@ -85,9 +85,15 @@ func TestBreakerProbes(t *testing.T) {
 	if open == nil {
 		t.Fatal("breaker did not open after 2 failures")
 	}
-	for _, want := range []string{"2 consecutive failed calls", "connection refused", "next probe call is in 1s", "12:00:01Z"} {
+	for _, want := range []string{"circuit breaker open; not called", "next probe call is in 1s", "12:00:01Z"} {
 		if !strings.Contains(open.Error(), want) {
 			t.Errorf("open breaker's message %q does not say %q", open.Error(), want)
+		}
+	}
+	// The client whose call was not made learns nothing of the calls that opened it.
+	for _, leak := range []string{"connection refused", "consecutive"} {
+		if strings.Contains(open.Error(), leak) {
+			t.Errorf("open breaker's message %q tells of earlier calls (%q)", open.Error(), leak)
 		}
 	}
 

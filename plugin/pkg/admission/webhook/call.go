@@ -276,6 +276,33 @@ func (g Guard) Admit(h webhook.WebhookAccessor, policy string, budget Budget, ow
 	return permit, timeout, cut, nil
 }
 
+// Fitted is what a request's time budget gives a call where the request reaches it.
+type Fitted struct {
+	Timeout time.Duration
+	Cut     *BudgetError
+}
+
+// FitAt is Fit as a Fitted.
+func (b Budget) FitAt(now time.Time, own time.Duration) Fitted {
+	timeout, cut := b.Fit(now, own)
+	return Fitted{Timeout: timeout, Cut: cut}
+}
+
+// AdmitSoftened is Admit for a softened call, judged by fit: what the request's budget would
+// have given it enforced, where the request reached it. A call the budget would shed is not
+// made (its verdict is the shed's), without counting a shed: the budget refused nothing.
+func (g Guard) AdmitSoftened(h webhook.WebhookAccessor, policy string, fit Fitted) (permit Permit, timeout time.Duration, cut *BudgetError, skipped error) {
+	if fit.Cut != nil && fit.Cut.Shed {
+		return Permit{}, 0, nil, Skip(h.GetName(), fit.Cut)
+	}
+	permit, open := g.Breakers.Allow(h)
+	if open != nil {
+		g.Metrics.shortCircuit(h.GetName(), g.Step, policy)
+		return Permit{}, 0, nil, Skip(h.GetName(), open)
+	}
+	return permit, fit.Timeout, fit.Cut, nil
+}
+
 // CountCut counts a call the budget cut short that then ran out of time.
 func (g Guard) CountCut(name, policy string, err error) {
 	var cut *BudgetError
@@ -294,7 +321,7 @@ func WarnSkipped(ctx context.Context, name string, err error) {
 	err = reasonOf(err)
 	switch {
 	case errors.As(err, &open):
-		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: circuit breaker open after %d consecutive failed calls", name, open.Failures))
+		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: circuit breaker open", name))
 	case errors.As(err, &cut) && cut.Shed:
 		warning.AddWarning(ctx, "", fmt.Sprintf("admission webhook %q (failurePolicy Ignore) skipped: the request's webhook time budget is spent", name))
 	case errors.As(err, &cut):

@@ -45,6 +45,9 @@ const (
 	minMaxDuration      = time.Second
 	maxMaxDuration      = 10 * time.Minute
 
+	// maxMaxWait: a webhook's timeoutSeconds is at most 30.
+	maxMaxWait = 30 * time.Second
+
 	DefaultProbeMaxInFlight int32 = 2
 	maxProbeOneIn                 = 1000000
 	maxProbeMaxInFlight           = 64
@@ -76,6 +79,9 @@ type Configuration struct {
 	Legacy bool
 	// Modes soften individual webhooks; a webhook not in it is enforced.
 	Modes HookModes
+	// MaxWaits bound the request's wait for softened webhooks' verdicts, by webhook (a
+	// webhook not in it: as long as it would hold the request enforced).
+	MaxWaits map[HookKey]time.Duration
 	// Probe, when not nil, turns the idempotency probe on (mutating only).
 	Probe *ProbeSettings
 	// Traced says the admission trace is on: each webhook call is a sub-step of it. It
@@ -134,7 +140,11 @@ func (c *Configuration) String() string {
 	if len(c.Modes) > 0 {
 		modes := make([]string, 0, len(c.Modes))
 		for k, m := range c.Modes {
-			modes = append(modes, fmt.Sprintf("%s/%s=%s", k.Configuration, k.Webhook, m.Label))
+			mode := fmt.Sprintf("%s/%s=%s", k.Configuration, k.Webhook, m.Label)
+			if wait, ok := c.MaxWaits[k]; ok {
+				mode += fmt.Sprintf("(maxWait %s)", wait)
+			}
+			modes = append(modes, mode)
 		}
 		slices.Sort(modes)
 		parts = append(parts, "enforcementModes{"+strings.Join(modes, ", ")+"}")
@@ -260,7 +270,14 @@ func NewDispatch(settings *admissionv1alpha1.WebhookDispatchSettings, validating
 			if out.Modes == nil {
 				out.Modes = HookModes{}
 			}
-			out.Modes[HookKey{Configuration: m.Configuration, Webhook: m.Webhook}] = soften
+			key := HookKey{Configuration: m.Configuration, Webhook: m.Webhook}
+			out.Modes[key] = soften
+			if m.MaxWait != nil {
+				if out.MaxWaits == nil {
+					out.MaxWaits = map[HookKey]time.Duration{}
+				}
+				out.MaxWaits[key] = m.MaxWait.Duration
+			}
 		}
 	}
 	if p := settings.IdempotencyProbe; p != nil {
@@ -291,7 +308,7 @@ func (c *Configuration) WithDispatch(dispatch *Configuration) *Configuration {
 	}
 	out := *c
 	out.Breaker, out.Budget, out.EarlyExit = dispatch.Breaker, dispatch.Budget, dispatch.EarlyExit
-	out.Modes, out.Probe, out.Traced = dispatch.Modes, dispatch.Probe, dispatch.Traced
+	out.Modes, out.MaxWaits, out.Probe, out.Traced = dispatch.Modes, dispatch.MaxWaits, dispatch.Probe, dispatch.Traced
 	return &out
 }
 
@@ -371,6 +388,14 @@ func validateModes(modes []admissionv1alpha1.WebhookEnforcement, fldPath *field.
 		}
 		seen[key] = true
 		errs = append(errs, enforcement.ValidateModes(m.Modes, at.Child("modes"))...)
+		if m.MaxWait != nil {
+			switch {
+			case !enforcement.SoftenFor(m.Modes).Softens():
+				errs = append(errs, field.Invalid(at.Child("maxWait"), m.MaxWait.Duration.String(), "only a webhook in Warn or Audit is waited for: an enforced webhook holds the request until it answers"))
+			default:
+				errs = append(errs, durationWithin(at.Child("maxWait"), m.MaxWait.Duration, 0, maxMaxWait)...)
+			}
+		}
 	}
 	return errs
 }

@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
 
 // legacyKind heads a webhook plugin's entry in our kind of earlier releases.
@@ -168,4 +173,43 @@ func equalPtr[T comparable](a, b *T) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// TestMaxWaitValidation: maxWait is 0s to 30s, on a softened webhook only, each error naming
+// its field; a valid one reaches the configuration.
+func TestMaxWaitValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		modes   []admissionv1alpha1.EnforcementMode
+		wait    time.Duration
+		wantErr string
+	}{
+		{name: "0s on Audit", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeAudit}},
+		{name: "30s on Warn", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeWarn}, wait: 30 * time.Second},
+		{name: "negative", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeAudit}, wait: -time.Second,
+			wantErr: "enforcementModes[0].maxWait: Invalid value: \"-1s\": must be from 0s to 30s"},
+		{name: "above 30s", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeAudit}, wait: 31 * time.Second,
+			wantErr: "must be from 0s to 30s"},
+		{name: "on Deny", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeDeny}, wait: time.Second,
+			wantErr: "enforcementModes[0].maxWait: Invalid value: \"1s\": only a webhook in Warn or Audit is waited for"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			settings := &admissionv1alpha1.WebhookDispatchSettings{EnforcementModes: []admissionv1alpha1.WebhookEnforcement{{
+				Configuration: "policy", Webhook: "require-owner.policy.example.com", Modes: tc.modes, MaxWait: &metav1.Duration{Duration: tc.wait},
+			}}}
+			cfg, errs := NewDispatch(settings, ValidatingPlugin, field.NewPath("validating"))
+			if tc.wantErr == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs)
+				}
+				if got := cfg.MaxWaits[HookKey{Configuration: "policy", Webhook: "require-owner.policy.example.com"}]; got != tc.wait {
+					t.Errorf("maxWait %v, want %v", got, tc.wait)
+				}
+				return
+			}
+			if !strings.Contains(errs.ToAggregate().Error(), tc.wantErr) {
+				t.Errorf("errors %v, want one containing %q", errs, tc.wantErr)
+			}
+		})
+	}
 }

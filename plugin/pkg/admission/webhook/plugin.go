@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"time"
+
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
@@ -18,6 +20,8 @@ type Settings struct {
 	EarlyExit bool
 	// Modes soften individual webhooks.
 	Modes HookModes
+	// MaxWaits bound the request's wait for softened webhooks' verdicts.
+	MaxWaits map[HookKey]time.Duration
 	// Prober, when not nil, probes sampled mutating calls for idempotency.
 	Prober *Prober
 	// Shadows calls the softened webhooks off the request path (nil when no mode softens).
@@ -35,7 +39,7 @@ func NewWebhook(step string, cfg *Configuration, source SourceFactory,
 
 func newWebhook(step string, cfg *Configuration, source SourceFactory,
 	newDispatcher func(*webhookutil.ClientManager, Settings) generic.Dispatcher, metrics *Metrics, clk clock.PassiveClock) (*generic.Webhook, Settings, error) {
-	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics, EarlyExit: cfg.EarlyExit, Modes: cfg.Modes}
+	d := Settings{Budget: cfg.Budget, Guard: Guard{Metrics: metrics, Step: step}, Metrics: metrics, EarlyExit: cfg.EarlyExit, Modes: cfg.Modes, MaxWaits: cfg.MaxWaits}
 	if len(cfg.Modes) > 0 {
 		d.Shadows = NewShadows(metrics, step)
 	}
@@ -52,4 +56,13 @@ func newWebhook(step string, cfg *Configuration, source SourceFactory,
 		return nil, Settings{}, err
 	}
 	return w, d, nil
+}
+
+// MaxWait is the bound set on the request's wait for a softened webhook's verdict; nil when
+// none is (the request waits as long as the webhook would hold it enforced).
+func (s Settings) MaxWait(configuration, name string) *time.Duration {
+	if wait, ok := s.MaxWaits[HookKey{Configuration: configuration, Webhook: name}]; ok {
+		return &wait
+	}
+	return nil
 }

@@ -23,24 +23,33 @@ import (
 // softened webhook is given a copy of the request's attributes (the object as it stood
 // there) and queued; a bounded pool of workers calls it with its own timeout, with a
 // context of its own (never the request's, which may be gone by then), and classifies the
-// outcome exactly as the enforced dispatch would. The request never waits for a softened
-// call: when its plugin's dispatch ends, it records on the response (warnings) and in the
-// audit event the verdicts of the softened calls that have already answered, and leaves
-// the others; the metric and the log have every verdict, early or late.
+// outcome exactly as the enforced dispatch would.
+//
+// The request waits for its softened calls' verdicts where they are harvested (Harvest: the
+// end of the validating dispatch; for mutating shadows, the end of the admission chain,
+// HarvestPoint), so that Warn reaches the client and Audit the request's audit event. It
+// waits for each call at most as long as the enforced webhook would hold it (its
+// timeoutSeconds, within the request's deadline), or the webhook's maxWait when set (0s: not
+// at all). A verdict that comes after its request stopped waiting is late: counted and
+// logged, never recorded on the request.
 //
 // Bounds, per plugin: at most ShadowWorkers calls out at once and at most ShadowQueue calls
-// waiting; and at most ShadowMaxBytes held by the calls' copies, each call's counted as
-// ShadowCopyFactor times the JSON of its object and old object (the JSON itself, and an
-// estimate of the two deep copies made from it: a decoded object takes more memory than its
-// JSON). Room is taken before anything is copied: a softened call beyond a bound is not
-// made, costs the request no copy, and is counted as dropped. A queued call whose own
-// timeout has passed by the time a worker takes it is dropped too (counted), not made: its
-// verdict would come long after its request. No worker goroutine outlives the queue's
-// draining.
+// waiting, of which one webhook takes at most a ShadowShare-th (so a slow webhook's calls
+// never hold a fast one's behind them); and at most ShadowMaxBytes held by the calls'
+// copies, each call's counted as ShadowCopyFactor times the JSON of its object and old object
+// (the JSON itself, and an estimate of the two deep copies made from it: a decoded object
+// takes more memory than its JSON). Room is taken before anything is copied: a softened call
+// beyond a bound is not made, costs the request no copy, and is counted as dropped. A queued
+// call whose own timeout has passed by the time a worker takes it is dropped too (counted),
+// not made: its verdict would come long after its request; so are the calls still queued
+// when the server has drained. No worker goroutine outlives the queue's draining.
 const (
 	ShadowWorkers  = 16
 	ShadowQueue    = 256
 	ShadowMaxBytes = 32 << 20
+	// ShadowShare: one webhook takes at most 1/ShadowShare of the workers and of the queue
+	// (rounded up).
+	ShadowShare = 4
 	// ShadowCopyFactor: a call's bytes are this many times its objects' JSON.
 	ShadowCopyFactor = 3
 	// shadowDefaultTimeout bounds a softened call of a webhook without timeoutSeconds.
@@ -57,8 +66,15 @@ const (
 
 // Results of a softened call, for the shadow_calls_total metric.
 const (
-	ShadowInTime  = "in_time"
-	ShadowLate    = "late"
+	// ShadowInTime: the verdict came while its request waited for it (recorded on it).
+	ShadowInTime = "in_time"
+	// ShadowLate: the verdict came after its request stopped waiting for it (past the
+	// webhook's maxWait, or its request was answered or refused before).
+	ShadowLate = "late"
+	// ShadowAsync: the verdict of a webhook whose maxWait is 0s: the request never waits.
+	ShadowAsync = "async"
+	// ShadowDropped: the call was not made (a bound of the pool, its timeout passed while
+	// queued, the server stopping).
 	ShadowDropped = "dropped"
 )
 
@@ -104,6 +120,8 @@ type ShadowCall struct {
 	// call would have run on the request's context: an answer later than the deadline
 	// would have timed the request out, whatever the webhook answered.
 	Deadline time.Time
+	// MaxWait, when not nil, bounds the request's wait for the verdict (0: none at all).
+	MaxWait *time.Duration
 	// Size is the bytes the call's copies hold (ShadowCopyFactor times their JSON).
 	Size int64
 	// FailOpenOnPanic: a panic during the call is failed open, as upstream's validating
@@ -119,27 +137,41 @@ type ShadowCall struct {
 // Shadows is one plugin's bounded pool of softened calls.
 type Shadows struct {
 	workers, capacity int
-	maxBytes          int64
-	metrics           *Metrics
-	step              string
-	clock             clock.PassiveClock
+	// hookWorkers and hookQueue are one webhook's share of workers and capacity.
+	hookWorkers, hookQueue int
+	maxBytes               int64
+	metrics                *Metrics
+	step                   string
+	clock                  clock.PassiveClock
 
 	bytes atomic.Int64
 	mu    sync.Mutex
-	// running is the number of workers; queue the calls waiting; taken the calls given room
-	// (about to be queued, queued or under way), at most workers+capacity.
-	running int
-	taken   int
-	queue   []shadowJob
+	// running is the number of workers; taken the calls given room (about to be queued,
+	// queued or under way), at most workers+capacity.
+	running, taken int
+	// shares are the webhooks' own queues, by webhook (configured webhooks only: bounded);
+	// order lists them for the workers' round robin, next being the first to look at.
+	shares  map[HookKey]*hookShare
+	order   []*hookShare
+	next    int
+	drained bool
 	// wg counts the calls queued or under way, for tests.
 	wg sync.WaitGroup
 	// awaitForTest makes Harvest wait for every call of its batch: only tests set it.
 	awaitForTest bool
 }
 
+// hookShare is one webhook's part of the pool.
+type hookShare struct {
+	running, taken int
+	queue          []shadowJob
+}
+
 type shadowJob struct {
 	call  ShadowCall
 	batch *ShadowBatch
+	id    int
+	share *hookShare
 	// queued is when the call was queued (zero: a worker took it at once).
 	queued time.Time
 	// submitted is when the request reached the call's place in the chain.
@@ -152,7 +184,9 @@ func NewShadows(metrics *Metrics, step string) *Shadows {
 }
 
 func newShadows(metrics *Metrics, step string, workers, capacity int, maxBytes int64, clk clock.PassiveClock) *Shadows {
-	return &Shadows{workers: workers, capacity: capacity, maxBytes: maxBytes, metrics: metrics, step: step, clock: clk}
+	return &Shadows{workers: workers, capacity: capacity, maxBytes: maxBytes, metrics: metrics, step: step, clock: clk,
+		hookWorkers: (workers + ShadowShare - 1) / ShadowShare, hookQueue: (capacity + ShadowShare - 1) / ShadowShare,
+		shares: map[HookKey]*hookShare{}}
 }
 
 // AwaitForTest makes every Harvest wait for its batch's calls: tests that assert what a
@@ -164,35 +198,38 @@ func (s *Shadows) Wait() { s.wg.Wait() }
 
 // Batch starts the softened calls of one dispatch.
 func (s *Shadows) Batch() *ShadowBatch {
-	b := &ShadowBatch{shadows: s}
-	b.cond = sync.NewCond(&b.mu)
-	return b
+	return &ShadowBatch{shadows: s, changed: make(chan struct{}), waits: map[int]time.Time{}}
 }
 
 // ShadowBatch gathers the results of one dispatch's softened calls until Harvest.
 type ShadowBatch struct {
 	shadows *Shadows
 	mu      sync.Mutex
-	cond    *sync.Cond
+	// changed is closed (and replaced) when a call of the batch ends.
+	changed chan struct{}
 	results []ShadowResult
-	pending int
-	closed  bool
+	// waits are the calls under way, by id, with the time until which the request waits
+	// for each.
+	waits  map[int]time.Time
+	nextID int
+	closed bool
 }
 
 // Submit queues c, whose copies are made already, or drops it (counted) when the pool is at
 // a bound. It never blocks.
 func (b *ShadowBatch) Submit(c ShadowCall) {
 	s := b.shadows
-	if !s.take() {
-		s.drop(c, "the shadow call queue is full")
+	share, ok := s.take(c.Softened)
+	if !ok {
+		s.drop(c, "the webhook's share of the shadow call queue is full")
 		return
 	}
 	if !s.reserve(c.Size) {
-		s.release()
+		s.release(share)
 		s.drop(c, "the shadow calls' copies are at their byte bound")
 		return
 	}
-	b.enqueue(c)
+	b.enqueue(c, share)
 }
 
 // SubmitCopy queues a softened call on a copy of attr, or drops it (counted) when the pool is
@@ -202,61 +239,70 @@ func (b *ShadowBatch) Submit(c ShadowCall) {
 func (b *ShadowBatch) SubmitCopy(c ShadowCall, attr *admission.VersionedAttributes, encoded *EncodedObjects,
 	bind func(c *ShadowCall, attr *admission.VersionedAttributes, encoded *EncodedObjects)) {
 	s := b.shadows
-	if !s.take() {
-		s.drop(c, "the shadow call queue is full")
+	share, ok := s.take(c.Softened)
+	if !ok {
+		s.drop(c, "the webhook's share of the shadow call queue is full")
 		return
 	}
 	if s.bytes.Load() >= s.maxBytes {
 		// Full already: not even the serialization is needed.
-		s.release()
+		s.release(share)
 		s.drop(c, "the shadow calls' copies are at their byte bound")
 		return
 	}
 	// The JSON is the enforced calls' own (serialized once per object and shared).
 	objJSON, oldJSON, err := objectsJSON(attr, encoded)
 	if err != nil {
-		s.release()
-		klog.Warningf("Softened webhook %v not called: its copy of the object could not be made: %v", c.Softened.Name, err)
+		s.release(share)
+		// Enforced, the call could not be made either: the request would be refused.
+		b.Settle(c.Softened, c.Index, ShadowVerdict{Outcome: OutcomeWouldFail, Reason: fmt.Errorf("encoding the object for the webhook: %w", err)})
 		return
 	}
 	c.Size = ShadowCopyFactor * int64(len(objJSON)+len(oldJSON))
 	if !s.reserve(c.Size) {
-		s.release()
+		s.release(share)
 		s.drop(c, "the shadow calls' copies are at their byte bound")
 		return
 	}
 	shadowAttr, shadowEncoded := copyAttributes(attr, objJSON, oldJSON)
 	bind(&c, shadowAttr, shadowEncoded)
-	b.enqueue(c)
+	b.enqueue(c, share)
 }
 
 // Settle records a softened webhook's verdict found on the request path, without a call (its
-// matching failed), as a call's verdict is recorded: delivered to the batch, counted and
-// logged.
+// matching failed, its copy could not be made), as a call's verdict is recorded: delivered
+// to the batch, counted and logged.
 func (b *ShadowBatch) Settle(softened Softened, index int, v ShadowVerdict) {
-	b.mu.Lock()
-	b.pending++
-	b.mu.Unlock()
-	b.shadows.finish(b, ShadowResult{Softened: softened, Verdict: v, Index: index})
+	b.shadows.finish(b, -1, nil, ShadowResult{Softened: softened, Verdict: v, Index: index})
 }
 
-// take takes a place in the pool (a worker or the queue) for one call, or reports there is
-// none.
-func (s *Shadows) take() bool {
+func (s Softened) key() HookKey { return HookKey{Configuration: s.Configuration, Webhook: s.Name} }
+
+// take takes a place in the pool (a worker or the queue) for one call of softened's
+// webhook, within the webhook's share, or reports there is none.
+func (s *Shadows) take(softened Softened) (*hookShare, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.taken >= s.workers+s.capacity {
-		return false
+	share := s.shares[softened.key()]
+	if share == nil {
+		share = &hookShare{}
+		s.shares[softened.key()] = share
+		s.order = append(s.order, share)
+	}
+	if s.drained || s.taken >= s.workers+s.capacity || share.taken >= s.hookWorkers+s.hookQueue {
+		return nil, false
 	}
 	s.taken++
-	return true
+	share.taken++
+	return share, true
 }
 
-// release gives back a place taken for a call not queued, or ended.
-func (s *Shadows) release() {
+// release gives back a place taken for a call not queued.
+func (s *Shadows) release(share *hookShare) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.taken--
+	share.taken--
 }
 
 // reserve takes size bytes of the bound, or reports they are not there.
@@ -268,24 +314,48 @@ func (s *Shadows) reserve(size int64) bool {
 	return true
 }
 
-// enqueue hands c, given its place and bytes, to a worker or the queue.
-func (b *ShadowBatch) enqueue(c ShadowCall) {
+// waitUntil is how long the request waits for c's verdict, from submitted: the enforced
+// call's own bound (its timeout, within the request's deadline), or c's maxWait when shorter.
+// The wait ends a margin before the deadline (the time budget's: DefaultDeadlineMargin, at
+// most a tenth of the time left), so that the rest of the request still has time: waiting
+// never times a request out.
+func (c ShadowCall) waitUntil(submitted time.Time) time.Time {
+	wait := shadowTimeout(c.Timeout)
+	if c.MaxWait != nil && *c.MaxWait < wait {
+		wait = *c.MaxWait
+	}
+	until := submitted.Add(wait)
+	if !c.Deadline.IsZero() {
+		margin := min(DefaultDeadlineMargin, c.Deadline.Sub(submitted)/marginFraction)
+		if end := c.Deadline.Add(-margin); end.Before(until) {
+			until = end
+		}
+	}
+	return until
+}
+
+// enqueue hands c, given its place and bytes, to a worker or its webhook's queue.
+func (b *ShadowBatch) enqueue(c ShadowCall, share *hookShare) {
 	s := b.shadows
+	now := time.Now()
 	b.mu.Lock()
-	b.pending++
+	id := b.nextID
+	b.nextID++
+	b.waits[id] = c.waitUntil(now)
 	b.mu.Unlock()
-	job := shadowJob{call: c, batch: b, submitted: time.Now()}
+	job := shadowJob{call: c, batch: b, id: id, share: share, submitted: now}
 	s.mu.Lock()
 	s.wg.Add(1)
-	if s.running < s.workers {
+	if s.running < s.workers && share.running < s.hookWorkers {
 		s.running++
+		share.running++
 		s.mu.Unlock()
 		go s.work(job)
 		return
 	}
-	// Every worker is busy: the place taken is in the queue (taken ≤ workers+capacity).
+	// No worker for it: the place taken is in its webhook's queue.
 	job.queued = s.clock.Now()
-	s.queue = append(s.queue, job)
+	share.queue = append(share.queue, job)
 	s.mu.Unlock()
 }
 
@@ -294,12 +364,13 @@ func (s *Shadows) drop(c ShadowCall, why string) {
 	klog.V(2).InfoS("Softened webhook call not made", "webhook", c.Softened.Name, "configuration", c.Softened.Configuration, "reason", why)
 }
 
-// work runs job, then the queued calls, and ends when the queue is empty.
+// work runs job, then queued calls, taking the webhooks in turn, and ends when no queued
+// call may start.
 func (s *Shadows) work(job shadowJob) {
 	for {
 		if s.expired(job) {
 			s.bytes.Add(-job.call.Size)
-			job.batch.abandon()
+			job.batch.abandon(job.id)
 			s.drop(job.call, "its timeout passed while it was queued")
 		} else {
 			s.run(job)
@@ -307,16 +378,61 @@ func (s *Shadows) work(job shadowJob) {
 		s.wg.Done()
 		s.mu.Lock()
 		s.taken--
-		if len(s.queue) == 0 {
-			s.running--
-			s.queue = nil
+		job.share.taken--
+		s.running--
+		job.share.running--
+		next := s.nextLocked()
+		if next == nil {
 			s.mu.Unlock()
 			return
 		}
-		job = s.queue[0]
-		s.queue[0] = shadowJob{}
-		s.queue = s.queue[1:]
+		job = next.queue[0]
+		next.queue[0] = shadowJob{}
+		next.queue = next.queue[1:]
+		if len(next.queue) == 0 {
+			next.queue = nil
+		}
+		s.running++
+		next.running++
 		s.mu.Unlock()
+	}
+}
+
+// nextLocked is the next webhook, in turn, with a queued call and a worker of its share
+// free; nil when there is none. s.mu is held.
+func (s *Shadows) nextLocked() *hookShare {
+	for i := range s.order {
+		share := s.order[(s.next+i)%len(s.order)]
+		if len(share.queue) > 0 && share.running < s.hookWorkers {
+			s.next = (s.next + i + 1) % len(s.order)
+			return share
+		}
+	}
+	return nil
+}
+
+// Drained drops, counting and logging them, the calls still queued once the server has
+// drained its requests (no verdict of theirs could reach a request any more), and refuses
+// the calls submitted after. The calls under way end on their own timeouts.
+func (s *Shadows) Drained() {
+	s.mu.Lock()
+	s.drained = true
+	var jobs []shadowJob
+	for _, share := range s.shares {
+		jobs = append(jobs, share.queue...)
+		s.taken -= len(share.queue)
+		share.taken -= len(share.queue)
+		share.queue = nil
+	}
+	s.mu.Unlock()
+	for _, job := range jobs {
+		s.bytes.Add(-job.call.Size)
+		job.batch.abandon(job.id)
+		s.drop(job.call, "the server stopped before it was made")
+		s.wg.Done()
+	}
+	if len(jobs) > 0 {
+		klog.InfoS("Softened webhook calls still queued when the server stopped were not made; counted as dropped", "step", s.step, "calls", len(jobs))
 	}
 }
 
@@ -367,24 +483,42 @@ func (s *Shadows) run(job shadowJob) {
 	if c.Annotations != nil {
 		result.Annotations = c.Annotations()
 	}
-	s.finish(job.batch, result)
+	s.finish(job.batch, job.id, job.call.MaxWait, result)
 }
 
-// finish delivers a softened call's result to its batch, then logs and counts it.
-func (s *Shadows) finish(batch *ShadowBatch, result ShadowResult) {
+// finish delivers a softened call's result to its batch (id -1: a verdict settled on the
+// request path), then logs and counts it.
+func (s *Shadows) finish(batch *ShadowBatch, id int, maxWait *time.Duration, result ShadowResult) {
 	// Delivered before it is counted: whoever sees the count may rely on the batch
 	// having the result.
-	inTime := batch.deliver(result)
-	logShadow(result, inTime)
+	inTime := batch.deliver(id, result)
 	name := result.Softened.Name
 	if o := result.Verdict.Outcome; o != "" {
 		s.metrics.WouldDeny(name, s.step, result.Softened.Mode.Label, o)
 	}
-	if inTime {
+	switch {
+	case inTime:
 		s.metrics.shadowCall(name, s.step, ShadowInTime)
-	} else {
+	case maxWait != nil && *maxWait == 0:
+		s.metrics.shadowCall(name, s.step, ShadowAsync)
+	default:
 		s.metrics.shadowCall(name, s.step, ShadowLate)
+		klog.InfoS("Softened webhook answered after its request stopped waiting: its verdict is in the metric and this log only",
+			"webhook", name, "configuration", result.Softened.Configuration, "mode", result.Softened.Mode.Label,
+			"duration", result.Duration.Round(time.Millisecond), "verdict", verdictOf(result.Verdict))
 	}
+	logShadow(result, inTime)
+}
+
+// verdictOf names a verdict for the log.
+func verdictOf(v ShadowVerdict) string {
+	switch {
+	case v.Outcome != "":
+		return v.Outcome
+	case v.FailedOpen:
+		return "failed_open"
+	}
+	return "admitted"
 }
 
 func logShadow(r ShadowResult, inTime bool) {
@@ -402,37 +536,76 @@ func logShadow(r ShadowResult, inTime bool) {
 	}
 }
 
-// abandon gives up a call of the batch that will not be made.
-func (b *ShadowBatch) abandon() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.pending--
-	b.cond.Broadcast()
+// signalLocked wakes a Harvest waiting for the batch. b.mu is held.
+func (b *ShadowBatch) signalLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
 }
 
-func (b *ShadowBatch) deliver(r ShadowResult) bool {
+// abandon gives up a call of the batch that will not be made.
+func (b *ShadowBatch) abandon(id int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pending--
+	delete(b.waits, id)
+	b.signalLocked()
+}
+
+// deliver hands r to the batch, and reports whether it will be recorded on the request.
+func (b *ShadowBatch) deliver(id int, r ShadowResult) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.waits, id)
 	if b.closed {
 		return false
 	}
 	b.results = append(b.results, r)
-	b.cond.Broadcast()
+	b.signalLocked()
 	return true
 }
 
-// Harvest closes the batch and returns the results in by now, in the chain's order; it
-// never waits (but in tests that asked it to). Results that come later are the metric's
-// and the log's only.
-func (b *ShadowBatch) Harvest() []ShadowResult {
+// Harvest waits for the batch's calls, each at most until its bound (see waitUntil) and
+// while ctx lasts, then closes the batch and returns the results in, in the chain's order.
+// Results that come later are late: the metric's and the log's only.
+func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.shadows.awaitForTest {
-		for b.pending > 0 {
-			b.cond.Wait()
+	for len(b.waits) > 0 {
+		var until time.Time
+		for _, u := range b.waits {
+			if u.After(until) {
+				until = u
+			}
+		}
+		wait := time.Until(until)
+		if b.shadows.awaitForTest {
+			wait = time.Hour
+		}
+		if wait <= 0 {
+			break
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		if ctx.Err() != nil {
+			break
 		}
 	}
+	defer b.mu.Unlock()
 	b.closed = true
 	results := b.results
 	b.results = nil

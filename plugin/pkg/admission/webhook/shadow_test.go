@@ -106,7 +106,7 @@ func TestShadowDroppedWithoutCopy(t *testing.T) {
 					c.Do = func(context.Context) ShadowVerdict { made.Store(true); return ShadowVerdict{} }
 				})
 			release()
-			b.Harvest()
+			b.Harvest(context.Background())
 			s.Wait()
 			wantCopies, wantMade := int32(0), false
 			if tc.want != ShadowDropped {
@@ -173,7 +173,7 @@ func TestShadowQueuedPastItsTimeoutIsDropped(t *testing.T) {
 	b.Submit(ShadowCall{Softened: Softened{Name: "fresh.example.com"}, Timeout: time.Second,
 		Do: func(context.Context) ShadowVerdict { freshMade.Store(true); return ShadowVerdict{} }})
 	release()
-	results := b.Harvest()
+	results := b.Harvest(context.Background())
 	s.Wait()
 	if staleMade.Load() {
 		t.Error("a call queued past its timeout was made")
@@ -207,7 +207,7 @@ func TestShadowPanicFollowsThePolicy(t *testing.T) {
 		b := s.Batch()
 		b.Submit(ShadowCall{Softened: Softened{Name: "panics.example.com", Mode: softenedAudit()}, FailOpenOnPanic: failOpen,
 			Do: func(context.Context) ShadowVerdict { panic("boom") }})
-		results := b.Harvest()
+		results := b.Harvest(context.Background())
 		s.Wait()
 		if len(results) != 1 {
 			t.Fatalf("failOpen %v: %d results, want 1", failOpen, len(results))
@@ -243,11 +243,84 @@ func TestShadowPastTheRequestDeadlineWouldFail(t *testing.T) {
 			b := s.Batch()
 			b.Submit(ShadowCall{Softened: Softened{Name: "slow.example.com", Mode: softenedAudit()}, Deadline: tc.deadline,
 				Do: func(context.Context) ShadowVerdict { return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: "no"} }})
-			results := b.Harvest()
+			results := b.Harvest(context.Background())
 			s.Wait()
 			if len(results) != 1 || results[0].Verdict.Outcome != tc.want {
 				t.Fatalf("results %+v, want one %s", results, tc.want)
 			}
 		})
+	}
+}
+
+// TestShadowShareKeepsAFastWebhookMoving: a webhook that never answers fills its share of
+// the pool (a worker and two queued calls of four and eight) and the rest of its calls are
+// dropped; a fast webhook's calls are all made meanwhile, none dropped.
+func TestShadowShareKeepsAFastWebhookMoving(t *testing.T) {
+	m := NewMetrics()
+	testutil.NewFakeKubeRegistry("1.37.0").MustRegister(m.shadowCalls, m.wouldDeny)
+	s := newShadows(m, "validating", 4, 8, 1<<20, clocktesting.NewFakeClock(time.Now()))
+	t.Cleanup(s.Wait)
+	s.AwaitForTest()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	slow := s.Batch()
+	for range 10 {
+		slow.Submit(ShadowCall{Softened: Softened{Name: "slow.example.com"}, Do: func(context.Context) ShadowVerdict {
+			<-release
+			return ShadowVerdict{}
+		}})
+	}
+	if got := shadowCount(t, s, "slow.example.com", ShadowDropped); got != 7 {
+		t.Errorf("slow webhook: %v calls dropped, want 7 (one running, two queued: its share)", got)
+	}
+	for i := range 20 {
+		b := s.Batch()
+		b.Submit(ShadowCall{Softened: Softened{Name: "fast.example.com", Mode: softenedAudit()}, Do: func(context.Context) ShadowVerdict {
+			return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: "no"}
+		}})
+		if results := b.Harvest(context.Background()); len(results) != 1 {
+			t.Fatalf("fast call %d: %d results, want 1", i, len(results))
+		}
+	}
+	if got := shadowCount(t, s, "fast.example.com", ShadowDropped); got != 0 {
+		t.Errorf("fast webhook: %v calls dropped behind the slow one's, want 0", got)
+	}
+	if got := shadowCount(t, s, "fast.example.com", ShadowInTime); got != 20 {
+		t.Errorf("fast webhook: %v verdicts in time, want 20", got)
+	}
+}
+
+// TestShadowDrainedCountsTheQueued: once the server has drained, the calls still queued are
+// not made and are counted as dropped, as are calls submitted after; the call under way ends.
+func TestShadowDrainedCountsTheQueued(t *testing.T) {
+	s := testShadows(t, 4, 1<<20, clocktesting.NewFakeClock(time.Now()))
+	b := s.Batch()
+	release := blockWorker(t, b)
+	var made atomic.Int32
+	for range 2 {
+		b.Submit(ShadowCall{Softened: Softened{Name: "queued.example.com"}, Do: func(context.Context) ShadowVerdict {
+			made.Add(1)
+			return ShadowVerdict{}
+		}})
+	}
+	s.Drained()
+	b.Submit(ShadowCall{Softened: Softened{Name: "after.example.com"}, Do: func(context.Context) ShadowVerdict {
+		made.Add(1)
+		return ShadowVerdict{}
+	}})
+	release()
+	s.Wait()
+	if n := made.Load(); n != 0 {
+		t.Errorf("%d calls made after the server drained, want 0", n)
+	}
+	// Its share is two places (a worker's and a queued call's), both queued behind the blocker.
+	if got := shadowCount(t, s, "queued.example.com", ShadowDropped); got != 2 {
+		t.Errorf("queued calls counted dropped: %v, want 2", got)
+	}
+	if got := shadowCount(t, s, "after.example.com", ShadowDropped); got != 1 {
+		t.Errorf("calls after the drain counted dropped: %v, want 1", got)
+	}
+	if got := s.bytes.Load(); got != 0 {
+		t.Errorf("%d bytes still counted once every call ended", got)
 	}
 }

@@ -72,6 +72,53 @@ func (v *versionedAttributes) VersionedAttribute(gvk schema.GroupVersionKind) (*
 	return v.current, nil
 }
 
+// softenedVersions converts, for a shadow asking another version than the request's
+// current one, a copy of the object as the webhooks so far left it: upstream converts the
+// old object first and the kind last, so a conversion failing half-way would leave the
+// request's attributes half converted for the next enforced webhook. A failed conversion is
+// the shadow's would_fail, never another webhook's input.
+type softenedVersions struct {
+	v         *versionedAttributes
+	converted *admission.VersionedAttributes
+}
+
+var _ generic.VersionedAttributeAccessor = &softenedVersions{}
+
+func (s *softenedVersions) VersionedAttribute(gvk schema.GroupVersionKind) (*admission.VersionedAttributes, error) {
+	if s.converted != nil && s.converted.VersionedKind == gvk {
+		return s.converted, nil
+	}
+	current := s.v.current
+	if current != nil && current.VersionedKind == gvk {
+		// No conversion: the shadow's call copies it.
+		return current, nil
+	}
+	var source admission.Attributes = s.v.attr
+	if current != nil && current.Dirty {
+		// The webhooks' changes are in current's version only: into a copy of the
+		// request's object, as the enforced conversion does into the request's own.
+		obj := s.v.attr.GetObject().DeepCopyObject()
+		if err := s.v.o.GetObjectConvertor().Convert(webhook.VersionedObject(current), obj, nil); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		source = withObject{Attributes: s.v.attr, object: obj}
+	}
+	converted, err := admission.NewVersionedAttributes(source, gvk, s.v.o)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	s.converted = converted
+	return converted, nil
+}
+
+// withObject is attributes with another object.
+type withObject struct {
+	admission.Attributes
+	object runtime.Object
+}
+
+func (w withObject) GetObject() runtime.Object { return w.object }
+
 func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) error {
 	reinvocation := attr.GetReinvocationContext()
 	state, _ := reinvocation.Value(PluginName).(*reinvocationState)
@@ -100,8 +147,16 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		}
 	}()
 	defer func() {
-		if shadows != nil {
-			d.recordShadows(ctx, attr, shadows, round)
+		if shadows == nil {
+			return
+		}
+		record := func(ctx context.Context, attr admission.Attributes, results []webhook.ShadowResult) {
+			d.recordShadows(ctx, attr, results, round)
+		}
+		// Harvested after the whole chain when it has a harvest point, so that the wait
+		// overlaps the rest of the chain; here otherwise.
+		if !webhook.Defer(ctx, shadows, record) {
+			record(ctx, attr, shadows.Harvest(ctx))
 		}
 	}()
 
@@ -122,7 +177,12 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			}
 			return shadows
 		}
-		invocation, statusErr := d.plugin.ShouldCallHook(ctx, accessor, attrForCheck, o, v)
+		// A shadow's conversions are its own (softenedVersions).
+		var versions generic.VersionedAttributeAccessor = v
+		if mode.Softens() {
+			versions = &softenedVersions{v: v}
+		}
+		invocation, statusErr := d.plugin.ShouldCallHook(ctx, accessor, attrForCheck, o, versions)
 		if statusErr != nil {
 			if mode.Softens() {
 				batch().Settle(softened, i, unmatched(statusErr))
@@ -142,7 +202,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		if reinvocation.IsReinvoke() && !state.ShouldReinvokeWebhook(invocation.Webhook.GetUID()) {
 			continue
 		}
-		versionedAttr, err := v.VersionedAttribute(invocation.Kind)
+		versionedAttr, err := versions.VersionedAttribute(invocation.Kind)
 		if err != nil {
 			// Wrapped again, as stock's dispatcher wraps its accessor's error.
 			err = apierrors.NewInternalError(err)
@@ -156,7 +216,12 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		if mode.Softens() {
 			// A shadow: called off the request path, on a copy of the object as it stands
 			// here; the request goes on at once.
-			d.submitShadow(ctx, batch(), hook, invocation, versionedAttr, encoded, o, softened, i)
+			shadowEncoded := encoded
+			if versionedAttr != v.current {
+				// Its own conversion: its own serialization.
+				shadowEncoded = &webhook.EncodedObjects{}
+			}
+			d.submitShadow(ctx, batch(), hook, invocation, versionedAttr, shadowEncoded, o, softened, i, budget)
 			continue
 		}
 		annotator := newAnnotator(versionedAttr, round, i, hook.Name, configuration)
@@ -278,14 +343,18 @@ func (d *dispatcher) newCall(h *admissionregistrationv1.MutatingWebhook, invocat
 // on a copy of attr: its patch is computed against the copy and recorded, never applied,
 // and its denial or failure is recorded, never returned.
 func (d *dispatcher) submitShadow(ctx context.Context, batch *webhook.ShadowBatch, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
-	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces, softened webhook.Softened, index int) {
+	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces, softened webhook.Softened, index int, budget webhook.Budget) {
 	// A panic is a would_fail whatever the policy: upstream's mutating dispatcher does not
 	// recover it.
 	deadline, _ := ctx.Deadline()
-	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Deadline: deadline}
+	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Deadline: deadline,
+		MaxWait: d.settings.MaxWait(softened.Configuration, softened.Name)}
+	// What the request's time budget would give the call here, enforced; the call is not
+	// charged to it.
+	fit := budget.FitAt(time.Now(), webhook.OwnTimeout(h.TimeoutSeconds))
 	batch.SubmitCopy(call, attr, encoded, func(c *webhook.ShadowCall, shadowAttr *admission.VersionedAttributes, shadowEncoded *webhook.EncodedObjects) {
 		c.Do = func(ctx context.Context) webhook.ShadowVerdict {
-			return d.shadow(ctx, h, invocation, shadowAttr, shadowEncoded, o)
+			return d.shadow(ctx, h, invocation, shadowAttr, shadowEncoded, o, fit)
 		}
 		c.Annotations = func() map[string]string {
 			return webhook.OwnAnnotations(h.Name, webhook.RecordedAnnotations(shadowAttr))
@@ -304,11 +373,11 @@ func unmatched(err error) webhook.ShadowVerdict {
 // (the breaker included, the request's time budget not), on attr, a copy of the request's
 // attributes, and classifies its outcome as the enforced dispatch would act on it.
 func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.MutatingWebhook, invocation *generic.WebhookInvocation,
-	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces) webhook.ShadowVerdict {
+	attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects, o admission.ObjectInterfaces, fit webhook.Fitted) webhook.ShadowVerdict {
 	policy := webhook.Policy(h.FailurePolicy)
 	ignore := policy == string(admissionregistrationv1.Ignore)
 	t := time.Now()
-	permit, timeout, _, skipped := d.settings.Guard.Admit(invocation.Webhook, policy, webhook.Budget{}, webhook.OwnTimeout(h.TimeoutSeconds))
+	permit, timeout, cut, skipped := d.settings.Guard.AdmitSoftened(invocation.Webhook, policy, fit)
 	var err error
 	var changed bool
 	var patch []byte
@@ -318,7 +387,7 @@ func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.Muta
 		// The annotator writes into the copy; the shadow's patch is recorded under keys of
 		// its own.
 		annotator := newAnnotator(attr, 0, 0, h.Name, invocation.Webhook.GetConfigurationName())
-		changed, patch, err = d.call(ctx, h, invocation, attr, annotator, o, encoded, timeout, nil, permit)
+		changed, patch, err = d.call(ctx, h, invocation, attr, annotator, o, encoded, timeout, cut, permit)
 	}
 	// Upstream's metrics: its latency, as an admitted call's; it refuses nothing.
 	webhook.ObserveSoftenedCall(ctx, h.Name, stepType, attr, t, skipped != nil)
@@ -329,10 +398,9 @@ func (d *dispatcher) shadow(ctx context.Context, h *admissionregistrationv1.Muta
 	return verdict
 }
 
-// recordShadows records on the request the verdicts of the dispatch's shadows that have
-// answered by now; the others are left to the metric and the log.
-func (d *dispatcher) recordShadows(ctx context.Context, attr admission.Attributes, batch *webhook.ShadowBatch, round int) {
-	for _, r := range batch.Harvest() {
+// recordShadows records on the request the verdicts of the dispatch's shadows harvested.
+func (d *dispatcher) recordShadows(ctx context.Context, attr admission.Attributes, results []webhook.ShadowResult, round int) {
+	for _, r := range results {
 		verdict := r.Record(ctx, attr, webhook.WouldDenyMutatingPrefix)
 		if tr := trace.From(attr); tr != nil {
 			tr.Sub(ctx, attr, trace.Mutating, trace.Step{Name: webhook.HookStep(r.Softened.Name, r.Softened.Configuration), Verdict: verdict,

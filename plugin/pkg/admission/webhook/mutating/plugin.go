@@ -66,6 +66,7 @@ var (
 	_ admission.MutationInterface            = &Plugin{}
 	_ admission.InitializationValidator      = &Plugin{}
 	_ initializer.WantsExternalKubeClientSet = &Plugin{}
+	_ initializer.WantsDrainedNotification   = &Plugin{}
 )
 
 func newPlugin(cfg *webhook.Configuration) (*Plugin, error) {
@@ -79,6 +80,12 @@ func newPlugin(cfg *webhook.Configuration) (*Plugin, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// SetDrainedNotification hands the notification to upstream's part, and drops (counting
+// them) the shadow calls still queued when it comes.
+func (p *Plugin) SetDrainedNotification(drained <-chan struct{}) {
+	webhook.SetDrainedNotification(p.Webhook, p.settings.Shadows, drained)
 }
 
 // SetExternalKubeInformerFactory hands the factory to upstream's part, and gives the breakers

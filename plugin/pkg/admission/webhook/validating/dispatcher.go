@@ -31,12 +31,12 @@ import (
 // once every enforced call has returned, so nothing a call records (warnings, audit
 // annotations, metrics) is written after the request has been answered.
 //
-// Webhooks in enforcement mode Warn and/or Audit (softened) never hold the request: they are
-// called off the request path, by the plugin's shadow pool, on a copy of the request's
-// attributes, starting when the enforced ones start. Dispatch does not wait for them: once
-// the enforced calls have returned, it records the verdicts of the softened calls that have
-// answered by then; a softened call still out is recorded by the metric and the log only.
-// So the request takes as long as its enforced webhooks, whatever the softened ones do.
+// Webhooks in enforcement mode Warn and/or Audit (softened) never refuse or fail the request:
+// they are called off the request path, by the plugin's shadow pool, on a copy of the
+// request's attributes, starting when the enforced ones start. Once the enforced calls have
+// returned, Dispatch waits for the softened ones, each at most as long as it would hold the
+// request enforced or its maxWait, and records their verdicts; a verdict later than that is
+// the metric's and the log's only (late).
 type dispatcher struct {
 	cm       *webhookutil.ClientManager
 	plugin   *Plugin
@@ -122,20 +122,22 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 
 	// The calls share each version's serialization: the first call to need it makes it.
 	encoded := &webhook.EncodedObjects{}
+	budget := d.settings.Budget.For(ctx)
 	if len(softened) > 0 || len(unmatched) > 0 {
 		batch := d.settings.Shadows.Batch()
 		for _, u := range unmatched {
 			d.settleUnmatched(batch, u)
 		}
 		for index, invocation := range softened {
-			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded)
+			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded, budget)
 		}
+		// Once the enforced calls have returned: the wait for the softened ones overlaps
+		// theirs.
 		defer d.recordSoftened(ctx, attr, batch)
 	}
 	if len(invocations) == 0 {
 		return nil
 	}
-	budget := d.settings.Budget.For(ctx)
 	start := time.Now()
 	defer func() {
 		d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
@@ -186,7 +188,8 @@ func (d *dispatcher) settleUnmatched(batch *webhook.ShadowBatch, u unmatchedHook
 }
 
 // submitSoftened queues a call to a webhook in Warn and/or Audit on a copy of attr.
-func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes, encoded *webhook.EncodedObjects) {
+func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes,
+	encoded *webhook.EncodedObjects, budget webhook.Budget) {
 	hook, ok := invocation.Webhook.GetValidatingWebhook()
 	if !ok {
 		utilruntime.HandleError(fmt.Errorf("validating webhook dispatch requires v1.ValidatingWebhook, but got %T", hook))
@@ -200,16 +203,20 @@ func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBa
 		Softened: webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, hook.Name),
 			AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index)},
 		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds), Deadline: deadline,
+		MaxWait: d.settings.MaxWait(configuration, hook.Name),
 		// As upstream's validating dispatcher: a panic fails open under Ignore.
 		FailOpenOnPanic: ignore,
 	}
+	// What the request's time budget would give the call here, enforced; the call is not
+	// charged to it.
+	fit := budget.FitAt(time.Now(), webhook.OwnTimeout(hook.TimeoutSeconds))
 	batch.SubmitCopy(call, attr, encoded, func(c *webhook.ShadowCall, shadowAttr *admission.VersionedAttributes, shadowEncoded *webhook.EncodedObjects) {
 		c.Do = func(ctx context.Context) webhook.ShadowVerdict {
 			t := time.Now()
-			permit, timeout, _, err := d.settings.Guard.Admit(invocation.Webhook, policy, webhook.Budget{}, webhook.OwnTimeout(hook.TimeoutSeconds))
+			permit, timeout, cut, err := d.settings.Guard.AdmitSoftened(invocation.Webhook, policy, fit)
 			skipped := err != nil
 			if !skipped {
-				err = d.call(ctx, hook, invocation, shadowAttr, shadowEncoded, timeout, nil, permit)
+				err = d.call(ctx, hook, invocation, shadowAttr, shadowEncoded, timeout, cut, permit)
 			}
 			// Upstream's metrics: its latency, as an admitted call's; it refuses nothing.
 			webhook.ObserveSoftenedCall(ctx, hook.Name, stepType, shadowAttr, t, skipped)
@@ -221,10 +228,10 @@ func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBa
 	})
 }
 
-// recordSoftened records on the request the verdicts of the softened calls that have
-// answered by now.
+// recordSoftened waits for the softened calls, each within its bound, and records their
+// verdicts on the request.
 func (d *dispatcher) recordSoftened(ctx context.Context, attr admission.Attributes, batch *webhook.ShadowBatch) {
-	for _, r := range batch.Harvest() {
+	for _, r := range batch.Harvest(ctx) {
 		verdict := r.Record(ctx, attr, webhook.WouldDenyValidatingPrefix)
 		if tr := trace.From(attr); tr != nil {
 			tr.Sub(ctx, attr, trace.Validating, trace.Step{Name: webhook.HookStep(r.Softened.Name, r.Softened.Configuration), Verdict: verdict, Duration: r.Duration})

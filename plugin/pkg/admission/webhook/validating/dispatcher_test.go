@@ -107,7 +107,7 @@ func TestOpenBreakersOfBothPolicies(t *testing.T) {
 	wg.Wait()
 	// Once both breakers are open, a request is refused without a call.
 	err, recorded := validate(t, p)
-	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "dead-fail.example.com": circuit breaker open after `) {
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "dead-fail.example.com": circuit breaker open; not called`) {
 		t.Errorf("after the breakers opened: want the Fail webhook's short circuit, got %v", err)
 	}
 	if !strings.Contains(strings.Join(recorded.Warnings(), "\n"), `admission webhook "dead-ignore.example.com" (failurePolicy Ignore) skipped: circuit breaker open`) {

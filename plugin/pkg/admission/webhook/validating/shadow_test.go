@@ -1,11 +1,11 @@
 package validating
 
 import (
-	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,54 +13,68 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	webhooktesting "k8s.io/apiserver/pkg/admission/plugin/webhook/testing"
-	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/webhooktest"
 )
 
-// TestSoftenedNeverHoldsTheRequest: a validating webhook in Warn+Audit that does not answer
-// within the request's timeout, beside an enforced Fail webhook that admits at once: the
-// request is admitted when the enforced one has answered. Its verdict is counted as late.
-func TestSoftenedNeverHoldsTheRequest(t *testing.T) {
-	release := make(chan struct{})
-	server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-		if r.URL.Path == "/slow" {
-			<-release
-			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "too late", Code: http.StatusForbidden}}
-		}
-		return &admissionv1.AdmissionResponse{Allowed: true}
-	})
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	hooks := []admissionregistrationv1.ValidatingWebhook{
-		webhooktest.ValidatingWebhook("slow.example.com", server.ClientConfig("/slow"), admissionregistrationv1.Fail),
-		webhooktest.ValidatingWebhook("enforced.example.com", server.ClientConfig("/enforced"), admissionregistrationv1.Fail),
-	}
-	thirty := int32(30)
-	hooks[0].TimeoutSeconds = &thirty
-	p := newInitialized(t, `circuitBreaker: {}
-timeBudget: {}
-enforcementModes:
-- {configuration: test-webhooks, webhook: slow.example.com, modes: [Warn, Audit]}
-`, hooks)
-	late := map[string]string{"name": "slow.example.com", "type": "validating", "result": webhook.ShadowLate}
-	lateBefore := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", late)
-	ctx, cancel := context.WithTimeout(endpointsrequest.WithReceivedTimestamp(context.Background(), time.Now()), 2*time.Second)
-	defer cancel()
-	attr := webhooktesting.NewAttribute(webhooktest.Namespace, nil, false)
-	if err := p.(admission.ValidationInterface).Validate(ctx, attr, webhooktesting.NewObjectInterfacesForTest()); err != nil {
-		t.Fatalf("want admitted: a softened webhook never holds nor fails a request; got %v", err)
-	}
-	close(release)
-	released = true
-	p.(*Plugin).settings.Shadows.Wait()
-	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", late) - lateBefore; got != 1 {
-		t.Errorf("late softened calls rose by %d, want 1", got)
+// TestSoftenedWaitIsBounded: a softened webhook beside an enforced one. Unbounded, the
+// request waits for its verdict (which it could not have before the enforced call was made)
+// and records it; with maxWait 0s it does not wait, and the verdict is counted as async; with
+// a maxWait shorter than the call, the verdict is counted as late. Neither is recorded after
+// the plugin returned.
+func TestSoftenedWaitIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, maxWait, result string
+		recorded              bool
+	}{
+		{name: "unbounded: waited for and recorded", result: webhook.ShadowInTime, recorded: true},
+		{name: "maxWait 0s: not waited for, async", maxWait: ", maxWait: 0s", result: webhook.ShadowAsync},
+		{name: "maxWait 100ms: waited that long, late", maxWait: ", maxWait: 100ms", result: webhook.ShadowLate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enforcedCalled, release := make(chan struct{}), make(chan struct{})
+			var calledOnce, releaseOnce sync.Once
+			server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+				if r.URL.Path == "/softened" {
+					if tc.recorded {
+						<-enforcedCalled
+					} else {
+						<-release
+					}
+					return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "not yet", Code: http.StatusForbidden}}
+				}
+				calledOnce.Do(func() { close(enforcedCalled) })
+				return &admissionv1.AdmissionResponse{Allowed: true}
+			})
+			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+			hooks := []admissionregistrationv1.ValidatingWebhook{
+				webhooktest.ValidatingWebhook("softened.example.com", server.ClientConfig("/softened"), admissionregistrationv1.Fail),
+				webhooktest.ValidatingWebhook("enforced.example.com", server.ClientConfig("/enforced"), admissionregistrationv1.Fail),
+			}
+			thirty := int32(30)
+			hooks[0].TimeoutSeconds = &thirty
+			p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: softened.example.com, modes: [Warn, Audit]"+tc.maxWait+"}\n", hooks)
+			labels := map[string]string{"name": "softened.example.com", "type": "validating", "result": tc.result}
+			before := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", labels)
+			ctx, attr, recorder := webhooktest.Request(t)
+			err := p.(admission.ValidationInterface).Validate(ctx, attr, webhooktesting.NewObjectInterfacesForTest())
+			recorder.Returned()
+			if err != nil {
+				t.Fatalf("want admitted: a softened webhook never fails a request; got %v", err)
+			}
+			releaseOnce.Do(func() { close(release) })
+			p.(*Plugin).settings.Shadows.Wait()
+			if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", labels) - before; got != 1 {
+				t.Errorf("shadow_calls_total{result=%q} rose by %d, want 1", tc.result, got)
+			}
+			warned := slices.ContainsFunc(recorder.Warnings(), func(w string) bool {
+				return strings.HasPrefix(w, "softened.example.com would deny this request (enforcement mode Warn+Audit): not yet")
+			})
+			if warned != tc.recorded {
+				t.Errorf("the verdict's warning recorded: %v, want %v (warnings %q)", warned, tc.recorded, recorder.Warnings())
+			}
+		})
 	}
 }
 

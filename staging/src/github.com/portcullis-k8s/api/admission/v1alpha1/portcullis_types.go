@@ -138,6 +138,16 @@ type WebhookEnforcement struct {
 	// audit event, and nothing it answers or fails with fails the request.
 	// +listType=set
 	Modes []EnforcementMode `json:"modes"`
+
+	// MaxWait bounds how long a request waits for this webhook's verdict (Warn or Audit
+	// only). Unset, the request waits as long as the webhook would hold it enforced: its
+	// timeoutSeconds, within the request's deadline, so that the verdict reaches the client
+	// (Warn) and the request's audit event (Audit). 0s: the request never waits, and the
+	// verdict is in the metrics and the server's log only. A verdict that comes after the
+	// bound is counted as late (portcullis_admission_webhook_shadow_calls_total) and logged.
+	// 0s to 30s.
+	// +optional
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
 }
 
 // WebhookIdempotencyProbe configures the idempotency probe of mutating webhooks.

@@ -520,6 +520,11 @@ func (in *WebhookEnforcement) DeepCopyInto(out *WebhookEnforcement) {
 		*out = make([]EnforcementMode, len(*in))
 		copy(*out, *in)
 	}
+	if in.MaxWait != nil {
+		in, out := &in.MaxWait, &out.MaxWait
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	return
 }
 

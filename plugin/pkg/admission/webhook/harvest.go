@@ -1,0 +1,197 @@
+package webhook
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// deferredKey is where a request's context holds its deferredShadows. Upstream makes a new
+// admission attributes record for the validating phase (and for each retry of an update), so
+// what the two phases share must be the request's: its context.
+type deferredKey struct{}
+
+// deferredShadows are a request's shadow batches left to the harvest point.
+type deferredShadows struct {
+	// armed: the chain has a harvest point that will be reached (set by its mutating steps).
+	armed   atomic.Bool
+	mu      sync.Mutex
+	batches []deferredBatch
+}
+
+type deferredBatch struct {
+	batch  *ShadowBatch
+	record func(ctx context.Context, attr admission.Attributes, results []ShadowResult)
+}
+
+// WithDeferredShadows gives every request handler serves a place for the shadow batches its
+// mutating phase leaves to the harvest point. The command puts it innermost in the server's
+// handler chain when a mutating webhook is softened (with HarvestPoint among the admission
+// decorators); without it the mutating dispatch harvests its shadows itself.
+func WithDeferredShadows(handler http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		handler.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), deferredKey{}, &deferredShadows{})))
+	})
+}
+
+func deferredFrom(ctx context.Context) *deferredShadows {
+	d, _ := ctx.Value(deferredKey{}).(*deferredShadows)
+	return d
+}
+
+// Defer leaves batch to the harvest point of ctx's request, which waits for it and hands its
+// results to record, and reports whether there is one (when there is not, the caller
+// harvests the batch itself).
+func Defer(ctx context.Context, batch *ShadowBatch, record func(ctx context.Context, attr admission.Attributes, results []ShadowResult)) bool {
+	d := deferredFrom(ctx)
+	if d == nil || !d.armed.Load() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.batches = append(d.batches, deferredBatch{batch: batch, record: record})
+	return true
+}
+
+// harvestDeferred harvests the batches left in ctx's request, waiting for them (each call
+// within its bound) when wait is set; without it (the request is refused) it takes what is
+// in. Batches are harvested one after another: their bounds are points in time, so waiting
+// for one overlaps the others.
+func harvestDeferred(ctx context.Context, attr admission.Attributes, wait bool) {
+	d := deferredFrom(ctx)
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	batches := d.batches
+	d.batches = nil
+	d.mu.Unlock()
+	harvestCtx := ctx
+	if !wait {
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		harvestCtx = cancelled
+	}
+	for _, b := range batches {
+		b.record(ctx, attr, b.batch.Harvest(harvestCtx))
+	}
+}
+
+// HarvestPoint is an admission decorator that makes the end of the admission chain the point
+// where a request waits for its mutating shadows' verdicts and records them: a shadow is
+// started at its place in the chain, on a copy, and its wait overlaps the rest of the chain
+// (the validating plugins, ResourceQuota). The point is after the chain's last validating
+// plugin, which is called for every operation (its own Handles decides whether the plugin
+// runs); a plugin that refuses the request harvests at once, without waiting. Verdicts of a
+// request refused outside admission (the resource's own validation, between the two phases)
+// are not recorded on it.
+//
+// Put it last among the decorators, after upstream's metrics: the wait is no plugin's
+// latency. Without it (no mutating webhook softened), the mutating dispatch waits for its
+// shadows at its own end.
+type HarvestPoint struct {
+	// validators is the number of validating plugins decorated: Decorate is called in the
+	// chain's order, before the first request.
+	validators atomic.Int32
+}
+
+var _ admission.Decorator = &HarvestPoint{}
+
+// Decorate wraps handler, keeping exactly the phases it has.
+func (h *HarvestPoint) Decorate(handler admission.Interface, name string) admission.Interface {
+	mutator, mutates := handler.(admission.MutationInterface)
+	validator, validates := handler.(admission.ValidationInterface)
+	s := harvestStep{Interface: handler, point: h}
+	if validates {
+		s.place = h.validators.Add(1)
+	}
+	switch {
+	case mutates && validates:
+		return &harvestMutatingAndValidating{harvestMutating: harvestMutating{harvestStep: s, mutator: mutator}, validator: validator}
+	case mutates:
+		return &harvestMutating{harvestStep: s, mutator: mutator}
+	case validates:
+		return &harvestValidating{harvestStep: s, validator: validator}
+	}
+	return handler
+}
+
+type harvestStep struct {
+	admission.Interface
+	point *HarvestPoint
+	// place is the plugin's place among the validating plugins, from 1 (0: it does not
+	// validate).
+	place int32
+}
+
+// last says the plugin is the chain's last validating plugin: the harvest point.
+func (s *harvestStep) last() bool {
+	return s.place > 0 && s.place == s.point.validators.Load()
+}
+
+// Handles: the harvest point is reached for every operation.
+func (s *harvestStep) Handles(op admission.Operation) bool {
+	return s.last() || s.Interface.Handles(op)
+}
+
+func (s *harvestStep) admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, mutator admission.MutationInterface) error {
+	if !s.Interface.Handles(a.GetOperation()) {
+		return nil
+	}
+	if d := deferredFrom(ctx); d != nil && s.point.validators.Load() > 0 {
+		d.armed.Store(true)
+	}
+	err := mutator.Admit(ctx, a, o)
+	if err != nil {
+		harvestDeferred(ctx, a, false)
+	}
+	return err
+}
+
+func (s *harvestStep) validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces, validator admission.ValidationInterface) error {
+	var err error
+	if s.Interface.Handles(a.GetOperation()) {
+		err = validator.Validate(ctx, a, o)
+	}
+	if err != nil || s.last() {
+		harvestDeferred(ctx, a, err == nil)
+	}
+	return err
+}
+
+type harvestMutating struct {
+	harvestStep
+	mutator admission.MutationInterface
+}
+
+func (m *harvestMutating) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return m.admit(ctx, a, o, m.mutator)
+}
+
+type harvestValidating struct {
+	harvestStep
+	validator admission.ValidationInterface
+}
+
+func (v *harvestValidating) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return v.validate(ctx, a, o, v.validator)
+}
+
+type harvestMutatingAndValidating struct {
+	harvestMutating
+	validator admission.ValidationInterface
+}
+
+func (m *harvestMutatingAndValidating) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return m.validate(ctx, a, o, m.validator)
+}
+
+var (
+	_ admission.MutationInterface   = &harvestMutating{}
+	_ admission.ValidationInterface = &harvestValidating{}
+	_ admission.MutationInterface   = &harvestMutatingAndValidating{}
+	_ admission.ValidationInterface = &harvestMutatingAndValidating{}
+)

@@ -1,0 +1,108 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// shadowingMutator submits one call, which answers only once release is closed, and defers
+// its batch to the harvest point.
+type shadowingMutator struct {
+	*admission.Handler
+	shadows  *Shadows
+	release  chan struct{}
+	recorded chan []ShadowResult
+}
+
+func (m *shadowingMutator) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	b := m.shadows.Batch()
+	b.Submit(ShadowCall{Softened: Softened{Name: "shadow.example.com", Mode: softenedAudit()}, Do: func(context.Context) ShadowVerdict {
+		<-m.release
+		return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: "no"}
+	}})
+	record := func(_ context.Context, _ admission.Attributes, results []ShadowResult) { m.recorded <- results }
+	if !Defer(ctx, b, record) {
+		record(context.Background(), a, b.Harvest(context.Background()))
+	}
+	return nil
+}
+
+// releasingValidator closes release when it runs (so the shadow can only answer after the
+// chain reached it), then refuses or admits.
+type releasingValidator struct {
+	*admission.Handler
+	release chan struct{}
+	refuse  bool
+}
+
+func (v *releasingValidator) Validate(context.Context, admission.Attributes, admission.ObjectInterfaces) error {
+	close(v.release)
+	if v.refuse {
+		return errors.New("refused")
+	}
+	return nil
+}
+
+// quietValidator validates nothing: it handles no operation.
+type quietValidator struct{ *admission.Handler }
+
+func (quietValidator) Validate(context.Context, admission.Attributes, admission.ObjectInterfaces) error {
+	return errors.New("called for an operation it does not handle")
+}
+
+// TestHarvestPointIsTheChainsEnd: a mutating shadow that can answer only once a later
+// validating plugin has run is recorded on the request when the chain ends (its wait overlapped
+// the rest of the chain), even when the chain's last validating plugin does not handle the
+// operation. When a plugin refuses the request, nothing is waited for: the verdict comes
+// after, and is late.
+func TestHarvestPointIsTheChainsEnd(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		s := testShadows(t, 4, 1<<20, clocktesting.NewFakeClock(time.Now()))
+		release := make(chan struct{})
+		mutator := &shadowingMutator{Handler: admission.NewHandler(admission.Create), shadows: s, release: release, recorded: make(chan []ShadowResult, 1)}
+		validator := &releasingValidator{Handler: admission.NewHandler(admission.Create), release: release, refuse: refuse}
+		point := &HarvestPoint{}
+		var chain admission.Interface = admission.NewChainHandler(
+			point.Decorate(mutator, "Shadowing"),
+			point.Decorate(validator, "Releasing"),
+			point.Decorate(quietValidator{Handler: admission.NewHandler(admission.Delete)}, "Quiet"),
+		)
+		a := admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "ns", "p",
+			schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", admission.Create, &metav1.CreateOptions{}, false, nil)
+		// The request's context carries the harvest point's state, as WithDeferredShadows
+		// gives it; the validating phase has attributes of its own, as upstream makes them.
+		ctx := context.WithValue(context.Background(), deferredKey{}, &deferredShadows{})
+		if err := chain.(admission.MutationInterface).Admit(ctx, a, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case results := <-mutator.recorded:
+			t.Fatalf("refuse %v: recorded %v at the mutating plugin's end, before the chain's", refuse, results)
+		default:
+		}
+		validating := admission.NewAttributesRecord(nil, nil, a.GetKind(), a.GetNamespace(), a.GetName(), a.GetResource(), "", a.GetOperation(), a.GetOperationOptions(), false, nil)
+		err := chain.(admission.ValidationInterface).Validate(ctx, validating, nil)
+		if (err != nil) != refuse {
+			t.Fatalf("refuse %v: validation returned %v", refuse, err)
+		}
+		results := <-mutator.recorded
+		s.Wait()
+		want := 1
+		if refuse {
+			want = 0
+			if got := shadowCount(t, s, "shadow.example.com", ShadowLate); got != 1 {
+				t.Errorf("refused: late verdicts %v, want 1", got)
+			}
+		}
+		if len(results) != want {
+			t.Errorf("refuse %v: %d verdicts recorded on the request, want %d", refuse, len(results), want)
+		}
+	}
+}
