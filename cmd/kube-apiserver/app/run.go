@@ -28,7 +28,7 @@ import (
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
-func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, loopback *portcullisadmission.LoopbackClientConfigs, enforcementModes *enforcement.Decorator, admissionTrace *trace.Decorator) error {
+func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcullisconfig.Configuration, readiness *portcullisadmission.ReadinessChecks, loopback *portcullisadmission.LoopbackClientConfigs, enforcementModes *enforcement.Decorator, admissionTrace *trace.Decorator, harvest *webhook.HarvestPoint) error {
 	klog.Infof("Version: %+v", version.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
@@ -52,8 +52,8 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	}
 	// Who may trace is the server's authorizer's to say; it exists only now.
 	admissionTrace.SetAuthorizer(config.KubeAPIs.ControlPlane.Generic.Authorization.Authorizer)
-	if m := portcullis.MutatingDispatch; m != nil && len(m.Modes) > 0 {
-		// The harvest point's per-request state (server.go adds the point).
+	if harvest != nil {
+		// The harvest point's per-request state.
 		wrapRequests(config, webhook.WithDeferredShadows)
 	}
 	if admissionTrace != nil {

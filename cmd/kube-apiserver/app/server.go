@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
 )
 
 // The description stock kube-apiserver prints in --help; kept word for word so the
@@ -104,10 +106,13 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 				decorators = append(decorators, admissionTrace)
 			}
 			s.Admission.GenericAdmission.Decorators = append(decorators, s.Admission.GenericAdmission.Decorators...)
-			if m := portcullis.MutatingDispatch; m != nil && len(m.Modes) > 0 {
+			var harvest *webhook.HarvestPoint
+			if m := portcullis.MutatingDispatch; m != nil && len(m.Modes) > 0 &&
+				slices.Contains(portcullisadmission.EnabledPlugins(s.Admission), mutating.PluginName) {
 				// Mutating shadows are harvested at the end of the chain; last, so that the
 				// wait is no plugin's latency.
-				s.Admission.GenericAdmission.Decorators = append(s.Admission.GenericAdmission.Decorators, &webhook.HarvestPoint{})
+				harvest = &webhook.HarvestPoint{}
+				s.Admission.GenericAdmission.Decorators = append(s.Admission.GenericAdmission.Decorators, harvest)
 			}
 
 			completed, err := s.Complete(ctx)
@@ -120,7 +125,7 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return run(ctx, completed, portcullis, readiness, loopback, enforcementModes, admissionTrace)
+			return run(ctx, completed, portcullis, readiness, loopback, enforcementModes, admissionTrace, harvest)
 		},
 		Args: noPositionalArgs,
 	}

@@ -53,6 +53,20 @@ func (s *BudgetSettings) For(ctx context.Context) Budget {
 	return b
 }
 
+// WaitEnd is when ctx's request stops waiting for its softened webhooks' verdicts (zero: no
+// such time): the end of its time budget, as the budget would end an enforced call; with the
+// budget off (s nil), the end of a budget of the default margin. So waiting leaves the rest
+// of the request the time a budget leaves it, and never times the request out.
+func (s *BudgetSettings) WaitEnd(ctx context.Context) time.Time {
+	if s == nil {
+		s = &BudgetSettings{DeadlineMargin: DefaultDeadlineMargin}
+	}
+	if b := s.For(ctx); b.set {
+		return b.end
+	}
+	return time.Time{}
+}
+
 // Fit returns the timeout to call a webhook with, given its own (0: none) at now. The call
 // gets its own timeout when the budget leaves that much, and what is left otherwise (cut);
 // with nothing left it is not made (BudgetError.Shed).

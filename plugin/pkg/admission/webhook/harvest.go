@@ -33,7 +33,11 @@ type deferredBatch struct {
 // decorators); without it the mutating dispatch harvests its shadows itself.
 func WithDeferredShadows(handler http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		handler.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), deferredKey{}, &deferredShadows{})))
+		ctx := context.WithValue(req.Context(), deferredKey{}, &deferredShadows{})
+		handler.ServeHTTP(w, req.WithContext(ctx))
+		// A request answered without reaching the harvest point (refused outside admission,
+		// between the phases) recorded none of its shadows' verdicts.
+		refuseDeferred(ctx)
 	})
 }
 
@@ -56,27 +60,32 @@ func Defer(ctx context.Context, batch *ShadowBatch, record func(ctx context.Cont
 	return true
 }
 
-// harvestDeferred harvests the batches left in ctx's request, waiting for them (each call
-// within its bound) when wait is set; without it (the request is refused) it takes what is
-// in. Batches are harvested one after another: their bounds are points in time, so waiting
-// for one overlaps the others.
-func harvestDeferred(ctx context.Context, attr admission.Attributes, wait bool) {
+// takeDeferred takes the batches left in ctx's request.
+func takeDeferred(ctx context.Context) []deferredBatch {
 	d := deferredFrom(ctx)
 	if d == nil {
-		return
+		return nil
 	}
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	batches := d.batches
 	d.batches = nil
-	d.mu.Unlock()
-	harvestCtx := ctx
-	if !wait {
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		harvestCtx = cancelled
+	return batches
+}
+
+// harvestDeferred waits for the batches left in ctx's request (each call within its bound)
+// and records them on it. Batches are harvested one after another: their bounds are points
+// in time, so waiting for one overlaps the others.
+func harvestDeferred(ctx context.Context, attr admission.Attributes) {
+	for _, b := range takeDeferred(ctx) {
+		b.record(ctx, attr, b.batch.Harvest(ctx))
 	}
-	for _, b := range batches {
-		b.record(ctx, attr, b.batch.Harvest(harvestCtx))
+}
+
+// refuseDeferred closes the batches left in ctx's request, refused: nothing is waited for.
+func refuseDeferred(ctx context.Context) {
+	for _, b := range takeDeferred(ctx) {
+		b.batch.Refuse()
 	}
 }
 
@@ -84,10 +93,10 @@ func harvestDeferred(ctx context.Context, attr admission.Attributes, wait bool) 
 // where a request waits for its mutating shadows' verdicts and records them: a shadow is
 // started at its place in the chain, on a copy, and its wait overlaps the rest of the chain
 // (the validating plugins, ResourceQuota). The point is after the chain's last validating
-// plugin, which is called for every operation (its own Handles decides whether the plugin
-// runs); a plugin that refuses the request harvests at once, without waiting. Verdicts of a
-// request refused outside admission (the resource's own validation, between the two phases)
-// are not recorded on it.
+// plugin (upstream's metrics wrapper makes every plugin one), which is called for every
+// operation (its own Handles decides whether the plugin runs); a plugin that refuses the
+// request closes the batches at once, without waiting, and so does WithDeferredShadows for a
+// request refused outside admission (the resource's own validation, between the phases).
 //
 // Put it last among the decorators, after upstream's metrics: the wait is no plugin's
 // latency. Without it (no mutating webhook softened), the mutating dispatch waits for its
@@ -146,7 +155,7 @@ func (s *harvestStep) admit(ctx context.Context, a admission.Attributes, o admis
 	}
 	err := mutator.Admit(ctx, a, o)
 	if err != nil {
-		harvestDeferred(ctx, a, false)
+		refuseDeferred(ctx)
 	}
 	return err
 }
@@ -156,8 +165,11 @@ func (s *harvestStep) validate(ctx context.Context, a admission.Attributes, o ad
 	if s.Interface.Handles(a.GetOperation()) {
 		err = validator.Validate(ctx, a, o)
 	}
-	if err != nil || s.last() {
-		harvestDeferred(ctx, a, err == nil)
+	switch {
+	case err != nil:
+		refuseDeferred(ctx)
+	case s.last():
+		harvestDeferred(ctx, a)
 	}
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,41 +14,35 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 )
 
 // Softened webhooks (enforcement mode Warn and/or Audit: mutating shadows and softened
 // validating webhooks) are called off the request path. At its place in the chain a
 // softened webhook is given a copy of the request's attributes (the object as it stood
-// there) and queued; a bounded pool of workers calls it with its own timeout, with a
-// context of its own (never the request's, which may be gone by then), and classifies the
-// outcome exactly as the enforced dispatch would.
+// there), and the call starts at once on a goroutine of its own, with the webhook's own
+// timeout and a context of its own (never the request's, which may be gone by then); its
+// outcome is classified exactly as the enforced dispatch would act on it.
 //
 // The request waits for its softened calls' verdicts where they are harvested (Harvest: the
 // end of the validating dispatch; for mutating shadows, the end of the admission chain,
 // HarvestPoint), so that Warn reaches the client and Audit the request's audit event. It
 // waits for each call at most as long as the enforced webhook would hold it (its
-// timeoutSeconds, within the request's deadline), or the webhook's maxWait when set (0s: not
-// at all). A verdict that comes after its request stopped waiting is late: counted and
-// logged, never recorded on the request.
+// timeoutSeconds, within the request's time budget, or the default margin before its
+// deadline when the budget is off), or the webhook's maxWait when set (0s: not at all). A
+// request refused first does not wait. Every verdict is counted once, by what became of it
+// (the Shadow* results) and logged.
 //
-// Bounds, per plugin: at most ShadowWorkers calls out at once and at most ShadowQueue calls
-// waiting, of which one webhook takes at most a ShadowShare-th (so a slow webhook's calls
-// never hold a fast one's behind them); and at most ShadowMaxBytes held by the calls'
-// copies, each call's counted as ShadowCopyFactor times the JSON of its object and old object
-// (the JSON itself, and an estimate of the two deep copies made from it: a decoded object
-// takes more memory than its JSON). Room is taken before anything is copied: a softened call
-// beyond a bound is not made, costs the request no copy, and is counted as dropped. A queued
-// call whose own timeout has passed by the time a worker takes it is dropped too (counted),
-// not made: its verdict would come long after its request; so are the calls still queued
-// when the server has drained. No worker goroutine outlives the queue's draining.
+// Bounds, per webhook, so that no webhook's calls hold another's back: at most
+// ShadowCallsPerWebhook calls under way, and at most ShadowBytesPerWebhook held by their
+// copies, each call's counted as ShadowCopyFactor times the JSON of its object and old
+// object (the JSON itself, and an estimate of the two deep copies made from it: a decoded
+// object takes more memory than its JSON). A plugin's pool thus holds at most those times its
+// softened webhooks, which the configuration names. Nothing is queued: a call waiting for a
+// place would cost its request the wait. Room is taken before anything is copied: a call
+// beyond a bound is not made, costs the request no copy, and is counted as dropped.
 const (
-	ShadowWorkers  = 16
-	ShadowQueue    = 256
-	ShadowMaxBytes = 32 << 20
-	// ShadowShare: one webhook takes at most 1/ShadowShare of the workers and of the queue
-	// (rounded up).
-	ShadowShare = 4
+	ShadowCallsPerWebhook = 64
+	ShadowBytesPerWebhook = 8 << 20
 	// ShadowCopyFactor: a call's bytes are this many times its objects' JSON.
 	ShadowCopyFactor = 3
 	// shadowDefaultTimeout bounds a softened call of a webhook without timeoutSeconds.
@@ -64,17 +57,20 @@ const (
 	OutcomeWouldFail = "would_fail"
 )
 
-// Results of a softened call, for the shadow_calls_total metric.
+// What became of a softened call, for the shadow_calls_total metric.
 const (
-	// ShadowInTime: the verdict came while its request waited for it (recorded on it).
+	// ShadowInTime: the verdict came while its request waited for it, and is recorded on it.
 	ShadowInTime = "in_time"
-	// ShadowLate: the verdict came after its request stopped waiting for it (past the
-	// webhook's maxWait, or its request was answered or refused before).
+	// ShadowLate: the verdict came after its request stopped waiting for it (past its
+	// maxWait, its timeout or the request's time budget).
 	ShadowLate = "late"
 	// ShadowAsync: the verdict of a webhook whose maxWait is 0s: the request never waits.
 	ShadowAsync = "async"
-	// ShadowDropped: the call was not made (a bound of the pool, its timeout passed while
-	// queued, the server stopping).
+	// ShadowRefused: the request was refused (by another plugin or webhook, or outside
+	// admission) before the verdict could be recorded on it; it did not wait.
+	ShadowRefused = "refused"
+	// ShadowDropped: the call was not made (its webhook's share was full, or the server was
+	// shutting down).
 	ShadowDropped = "dropped"
 )
 
@@ -120,6 +116,9 @@ type ShadowCall struct {
 	// call would have run on the request's context: an answer later than the deadline
 	// would have timed the request out, whatever the webhook answered.
 	Deadline time.Time
+	// WaitEnd is when the request stops waiting for any verdict (zero: no such time);
+	// BudgetSettings.WaitEnd.
+	WaitEnd time.Time
 	// MaxWait, when not nil, bounds the request's wait for the verdict (0: none at all).
 	MaxWait *time.Duration
 	// Size is the bytes the call's copies hold (ShadowCopyFactor times their JSON).
@@ -136,35 +135,26 @@ type ShadowCall struct {
 
 // Shadows is one plugin's bounded pool of softened calls.
 type Shadows struct {
-	workers, capacity int
-	// hookWorkers and hookQueue are one webhook's share of workers and capacity.
-	hookWorkers, hookQueue int
-	maxBytes               int64
-	metrics                *Metrics
-	step                   string
-	clock                  clock.PassiveClock
+	calls    int
+	maxBytes int64
+	metrics  *Metrics
+	step     string
 
-	bytes atomic.Int64
-	mu    sync.Mutex
-	// running is the number of workers; taken the calls given room (about to be queued,
-	// queued or under way), at most workers+capacity.
-	running, taken int
-	// shares are the webhooks' own queues, by webhook (configured webhooks only: bounded);
-	// order lists them for the workers' round robin, next being the first to look at.
+	mu sync.Mutex
+	// shares are the webhooks' own bounds' use, by webhook (configured webhooks only:
+	// bounded).
 	shares  map[HookKey]*hookShare
-	order   []*hookShare
-	next    int
 	drained bool
-	// wg counts the calls queued or under way, for tests.
+	// wg counts the calls under way, for tests.
 	wg sync.WaitGroup
 	// awaitForTest makes Harvest wait for every call of its batch: only tests set it.
 	awaitForTest bool
 }
 
-// hookShare is one webhook's part of the pool.
+// hookShare is what one webhook's calls under way take.
 type hookShare struct {
-	running, taken int
-	queue          []shadowJob
+	calls int
+	bytes int64
 }
 
 type shadowJob struct {
@@ -172,21 +162,17 @@ type shadowJob struct {
 	batch *ShadowBatch
 	id    int
 	share *hookShare
-	// queued is when the call was queued (zero: a worker took it at once).
-	queued time.Time
 	// submitted is when the request reached the call's place in the chain.
 	submitted time.Time
 }
 
 // NewShadows returns a pool with the default bounds.
 func NewShadows(metrics *Metrics, step string) *Shadows {
-	return newShadows(metrics, step, ShadowWorkers, ShadowQueue, ShadowMaxBytes, clock.RealClock{})
+	return newShadows(metrics, step, ShadowCallsPerWebhook, ShadowBytesPerWebhook)
 }
 
-func newShadows(metrics *Metrics, step string, workers, capacity int, maxBytes int64, clk clock.PassiveClock) *Shadows {
-	return &Shadows{workers: workers, capacity: capacity, maxBytes: maxBytes, metrics: metrics, step: step, clock: clk,
-		hookWorkers: (workers + ShadowShare - 1) / ShadowShare, hookQueue: (capacity + ShadowShare - 1) / ShadowShare,
-		shares: map[HookKey]*hookShare{}}
+func newShadows(metrics *Metrics, step string, calls int, maxBytes int64) *Shadows {
+	return &Shadows{calls: calls, maxBytes: maxBytes, metrics: metrics, step: step, shares: map[HookKey]*hookShare{}}
 }
 
 // AwaitForTest makes every Harvest wait for its batch's calls: tests that assert what a
@@ -201,53 +187,66 @@ func (s *Shadows) Batch() *ShadowBatch {
 	return &ShadowBatch{shadows: s, changed: make(chan struct{}), waits: map[int]time.Time{}}
 }
 
-// ShadowBatch gathers the results of one dispatch's softened calls until Harvest.
+// ShadowBatch gathers the results of one dispatch's softened calls until it is harvested
+// (or refused).
 type ShadowBatch struct {
 	shadows *Shadows
 	mu      sync.Mutex
 	// changed is closed (and replaced) when a call of the batch ends.
 	changed chan struct{}
-	results []ShadowResult
+	// pending are the verdicts in, not yet recorded nor counted.
+	pending []pendingResult
 	// waits are the calls under way, by id, with the time until which the request waits
 	// for each.
 	waits  map[int]time.Time
 	nextID int
 	closed bool
+	// refused: closed because the request was refused.
+	refused bool
 }
 
-// Submit queues c, whose copies are made already, or drops it (counted) when the pool is at
-// a bound. It never blocks.
+// pendingResult is a verdict in, with the time until which its request waited for it (zero:
+// a verdict found on the request path, always recorded).
+type pendingResult struct {
+	result  ShadowResult
+	until   time.Time
+	arrived time.Time
+	maxWait *time.Duration
+}
+
+// Submit starts c, whose copies are made already, or drops it (counted) when its webhook's
+// share is full. It never blocks.
 func (b *ShadowBatch) Submit(c ShadowCall) {
 	s := b.shadows
-	share, ok := s.take(c.Softened)
-	if !ok {
-		s.drop(c, "the webhook's share of the shadow call queue is full")
+	share, why := s.take(c.Softened)
+	if share == nil {
+		s.drop(c, why)
 		return
 	}
-	if !s.reserve(c.Size) {
+	if !s.reserve(share, c.Size) {
 		s.release(share)
-		s.drop(c, "the shadow calls' copies are at their byte bound")
+		s.drop(c, "its webhook's copies are at their byte bound")
 		return
 	}
-	b.enqueue(c, share)
+	b.start(c, share)
 }
 
-// SubmitCopy queues a softened call on a copy of attr, or drops it (counted) when the pool is
-// at a bound. Room (a place in the pool, then bytes) is taken before the copy is made, so a
-// call dropped costs the request no copy. bind completes c (Do, Annotations) with the copy
-// of the attributes and of their serialization. It never blocks.
+// SubmitCopy starts a softened call on a copy of attr, or drops it (counted) when its
+// webhook's share is full. Room (a place, then bytes) is taken before the copy is made, so a
+// call dropped costs the request no copy. bind completes c (Do, Annotations) with the copy of
+// the attributes and of their serialization. It never blocks.
 func (b *ShadowBatch) SubmitCopy(c ShadowCall, attr *admission.VersionedAttributes, encoded *EncodedObjects,
 	bind func(c *ShadowCall, attr *admission.VersionedAttributes, encoded *EncodedObjects)) {
 	s := b.shadows
-	share, ok := s.take(c.Softened)
-	if !ok {
-		s.drop(c, "the webhook's share of the shadow call queue is full")
+	share, why := s.take(c.Softened)
+	if share == nil {
+		s.drop(c, why)
 		return
 	}
-	if s.bytes.Load() >= s.maxBytes {
+	if !s.reserve(share, 0) {
 		// Full already: not even the serialization is needed.
 		s.release(share)
-		s.drop(c, "the shadow calls' copies are at their byte bound")
+		s.drop(c, "its webhook's copies are at their byte bound")
 		return
 	}
 	// The JSON is the enforced calls' own (serialized once per object and shared).
@@ -259,104 +258,87 @@ func (b *ShadowBatch) SubmitCopy(c ShadowCall, attr *admission.VersionedAttribut
 		return
 	}
 	c.Size = ShadowCopyFactor * int64(len(objJSON)+len(oldJSON))
-	if !s.reserve(c.Size) {
+	if !s.reserve(share, c.Size) {
 		s.release(share)
-		s.drop(c, "the shadow calls' copies are at their byte bound")
+		s.drop(c, "its webhook's copies are at their byte bound")
 		return
 	}
 	shadowAttr, shadowEncoded := copyAttributes(attr, objJSON, oldJSON)
 	bind(&c, shadowAttr, shadowEncoded)
-	b.enqueue(c, share)
+	b.start(c, share)
 }
 
 // Settle records a softened webhook's verdict found on the request path, without a call (its
 // matching failed, its copy could not be made), as a call's verdict is recorded: delivered
 // to the batch, counted and logged.
 func (b *ShadowBatch) Settle(softened Softened, index int, v ShadowVerdict) {
-	b.shadows.finish(b, -1, nil, ShadowResult{Softened: softened, Verdict: v, Index: index})
+	b.shadows.finish(b, -1, pendingResult{result: ShadowResult{Softened: softened, Verdict: v, Index: index}})
 }
 
 func (s Softened) key() HookKey { return HookKey{Configuration: s.Configuration, Webhook: s.Name} }
 
-// take takes a place in the pool (a worker or the queue) for one call of softened's
-// webhook, within the webhook's share, or reports there is none.
-func (s *Shadows) take(softened Softened) (*hookShare, bool) {
+// take takes a place for one call of softened's webhook, or says why there is none.
+func (s *Shadows) take(softened Softened) (*hookShare, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.drained {
+		return nil, "the server is shutting down"
+	}
 	share := s.shares[softened.key()]
 	if share == nil {
 		share = &hookShare{}
 		s.shares[softened.key()] = share
-		s.order = append(s.order, share)
 	}
-	if s.drained || s.taken >= s.workers+s.capacity || share.taken >= s.hookWorkers+s.hookQueue {
-		return nil, false
+	if share.calls >= s.calls {
+		return nil, "its webhook's calls under way are at their bound"
 	}
-	s.taken++
-	share.taken++
-	return share, true
+	share.calls++
+	return share, ""
 }
 
-// release gives back a place taken for a call not queued.
+// release gives back a place taken for a call not made.
 func (s *Shadows) release(share *hookShare) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.taken--
-	share.taken--
+	share.calls--
 }
 
-// reserve takes size bytes of the bound, or reports they are not there.
-func (s *Shadows) reserve(size int64) bool {
-	if s.bytes.Add(size) > s.maxBytes {
-		s.bytes.Add(-size)
+// reserve takes size bytes of share's bound, or reports they are not there (size 0: whether
+// any are).
+func (s *Shadows) reserve(share *hookShare, size int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if share.bytes+size > s.maxBytes || share.bytes >= s.maxBytes {
 		return false
 	}
+	share.bytes += size
 	return true
 }
 
 // waitUntil is how long the request waits for c's verdict, from submitted: the enforced
-// call's own bound (its timeout, within the request's deadline), or c's maxWait when shorter.
-// The wait ends a margin before the deadline (the time budget's: DefaultDeadlineMargin, at
-// most a tenth of the time left), so that the rest of the request still has time: waiting
-// never times a request out.
+// call's own bound (its timeout, within the request's wait end), or c's maxWait when shorter.
 func (c ShadowCall) waitUntil(submitted time.Time) time.Time {
 	wait := shadowTimeout(c.Timeout)
 	if c.MaxWait != nil && *c.MaxWait < wait {
 		wait = *c.MaxWait
 	}
 	until := submitted.Add(wait)
-	if !c.Deadline.IsZero() {
-		margin := min(DefaultDeadlineMargin, c.Deadline.Sub(submitted)/marginFraction)
-		if end := c.Deadline.Add(-margin); end.Before(until) {
-			until = end
-		}
+	if !c.WaitEnd.IsZero() && c.WaitEnd.Before(until) {
+		until = c.WaitEnd
 	}
 	return until
 }
 
-// enqueue hands c, given its place and bytes, to a worker or its webhook's queue.
-func (b *ShadowBatch) enqueue(c ShadowCall, share *hookShare) {
-	s := b.shadows
+// start starts c, given its place and bytes.
+func (b *ShadowBatch) start(c ShadowCall, share *hookShare) {
 	now := time.Now()
 	b.mu.Lock()
 	id := b.nextID
 	b.nextID++
 	b.waits[id] = c.waitUntil(now)
 	b.mu.Unlock()
-	job := shadowJob{call: c, batch: b, id: id, share: share, submitted: now}
-	s.mu.Lock()
-	s.wg.Add(1)
-	if s.running < s.workers && share.running < s.hookWorkers {
-		s.running++
-		share.running++
-		s.mu.Unlock()
-		go s.work(job)
-		return
-	}
-	// No worker for it: the place taken is in its webhook's queue.
-	job.queued = s.clock.Now()
-	share.queue = append(share.queue, job)
-	s.mu.Unlock()
+	b.shadows.wg.Add(1)
+	go b.shadows.run(shadowJob{call: c, batch: b, id: id, share: share, submitted: now})
 }
 
 func (s *Shadows) drop(c ShadowCall, why string) {
@@ -364,81 +346,19 @@ func (s *Shadows) drop(c ShadowCall, why string) {
 	klog.V(2).InfoS("Softened webhook call not made", "webhook", c.Softened.Name, "configuration", c.Softened.Configuration, "reason", why)
 }
 
-// work runs job, then queued calls, taking the webhooks in turn, and ends when no queued
-// call may start.
-func (s *Shadows) work(job shadowJob) {
-	for {
-		if s.expired(job) {
-			s.bytes.Add(-job.call.Size)
-			job.batch.abandon(job.id)
-			s.drop(job.call, "its timeout passed while it was queued")
-		} else {
-			s.run(job)
-		}
-		s.wg.Done()
-		s.mu.Lock()
-		s.taken--
-		job.share.taken--
-		s.running--
-		job.share.running--
-		next := s.nextLocked()
-		if next == nil {
-			s.mu.Unlock()
-			return
-		}
-		job = next.queue[0]
-		next.queue[0] = shadowJob{}
-		next.queue = next.queue[1:]
-		if len(next.queue) == 0 {
-			next.queue = nil
-		}
-		s.running++
-		next.running++
-		s.mu.Unlock()
-	}
-}
-
-// nextLocked is the next webhook, in turn, with a queued call and a worker of its share
-// free; nil when there is none. s.mu is held.
-func (s *Shadows) nextLocked() *hookShare {
-	for i := range s.order {
-		share := s.order[(s.next+i)%len(s.order)]
-		if len(share.queue) > 0 && share.running < s.hookWorkers {
-			s.next = (s.next + i + 1) % len(s.order)
-			return share
-		}
-	}
-	return nil
-}
-
-// Drained drops, counting and logging them, the calls still queued once the server has
-// drained its requests (no verdict of theirs could reach a request any more), and refuses
-// the calls submitted after. The calls under way end on their own timeouts.
+// Drained refuses, counting them as dropped, the calls submitted once the server has
+// drained its requests; the calls under way end on their own timeouts, and are logged.
 func (s *Shadows) Drained() {
 	s.mu.Lock()
 	s.drained = true
-	var jobs []shadowJob
+	calls := 0
 	for _, share := range s.shares {
-		jobs = append(jobs, share.queue...)
-		s.taken -= len(share.queue)
-		share.taken -= len(share.queue)
-		share.queue = nil
+		calls += share.calls
 	}
 	s.mu.Unlock()
-	for _, job := range jobs {
-		s.bytes.Add(-job.call.Size)
-		job.batch.abandon(job.id)
-		s.drop(job.call, "the server stopped before it was made")
-		s.wg.Done()
+	if calls > 0 {
+		klog.InfoS("Softened webhook calls under way when the server drained: they end on their own timeouts", "step", s.step, "calls", calls)
 	}
-	if len(jobs) > 0 {
-		klog.InfoS("Softened webhook calls still queued when the server stopped were not made; counted as dropped", "step", s.step, "calls", len(jobs))
-	}
-}
-
-// expired: job waited in the queue for its whole timeout.
-func (s *Shadows) expired(job shadowJob) bool {
-	return !job.queued.IsZero() && s.clock.Since(job.queued) >= shadowTimeout(job.call.Timeout)
 }
 
 func shadowTimeout(t time.Duration) time.Duration {
@@ -449,8 +369,14 @@ func shadowTimeout(t time.Duration) time.Duration {
 }
 
 func (s *Shadows) run(job shadowJob) {
+	defer s.wg.Done()
 	c := job.call
-	defer s.bytes.Add(-c.Size)
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		job.share.calls--
+		job.share.bytes -= c.Size
+	}()
 	timeout := shadowTimeout(c.Timeout)
 	// A context of the call's own: the request's may be answered, and its warning recorder,
 	// audit event and latency trackers gone, before the call returns.
@@ -483,31 +409,30 @@ func (s *Shadows) run(job shadowJob) {
 	if c.Annotations != nil {
 		result.Annotations = c.Annotations()
 	}
-	s.finish(job.batch, job.id, job.call.MaxWait, result)
+	s.finish(job.batch, job.id, pendingResult{result: result, until: job.batch.until(job.id), arrived: time.Now(), maxWait: c.MaxWait})
 }
 
 // finish delivers a softened call's result to its batch (id -1: a verdict settled on the
-// request path), then logs and counts it.
-func (s *Shadows) finish(batch *ShadowBatch, id int, maxWait *time.Duration, result ShadowResult) {
-	// Delivered before it is counted: whoever sees the count may rely on the batch
-	// having the result.
-	inTime := batch.deliver(id, result)
-	name := result.Softened.Name
-	if o := result.Verdict.Outcome; o != "" {
-		s.metrics.WouldDeny(name, s.step, result.Softened.Mode.Label, o)
+// request path), and counts its outcome.
+func (s *Shadows) finish(batch *ShadowBatch, id int, p pendingResult) {
+	r := p.result
+	if o := r.Verdict.Outcome; o != "" {
+		s.metrics.WouldDeny(r.Softened.Name, s.step, r.Softened.Mode.Label, o)
 	}
-	switch {
-	case inTime:
-		s.metrics.shadowCall(name, s.step, ShadowInTime)
-	case maxWait != nil && *maxWait == 0:
-		s.metrics.shadowCall(name, s.step, ShadowAsync)
-	default:
-		s.metrics.shadowCall(name, s.step, ShadowLate)
+	if what, done := batch.deliver(id, p); done {
+		s.account(r, what)
+	}
+}
+
+// account counts and logs what became of a softened call's verdict.
+func (s *Shadows) account(r ShadowResult, what string) {
+	s.metrics.shadowCall(r.Softened.Name, s.step, what)
+	if what == ShadowLate {
 		klog.InfoS("Softened webhook answered after its request stopped waiting: its verdict is in the metric and this log only",
-			"webhook", name, "configuration", result.Softened.Configuration, "mode", result.Softened.Mode.Label,
-			"duration", result.Duration.Round(time.Millisecond), "verdict", verdictOf(result.Verdict))
+			"webhook", r.Softened.Name, "configuration", r.Softened.Configuration, "mode", r.Softened.Mode.Label,
+			"duration", r.Duration.Round(time.Millisecond), "verdict", verdictOf(r.Verdict))
 	}
-	logShadow(result, inTime)
+	logShadow(r, what == ShadowInTime)
 }
 
 // verdictOf names a verdict for the log.
@@ -521,9 +446,9 @@ func verdictOf(v ShadowVerdict) string {
 	return "admitted"
 }
 
-func logShadow(r ShadowResult, inTime bool) {
+func logShadow(r ShadowResult, recorded bool) {
 	v := r.Verdict
-	keys := []any{"webhook", r.Softened.Name, "configuration", r.Softened.Configuration, "mode", r.Softened.Mode.Label, "recordedOnRequest", inTime}
+	keys := []any{"webhook", r.Softened.Name, "configuration", r.Softened.Configuration, "mode", r.Softened.Mode.Label, "recordedOnRequest", recorded}
 	switch {
 	case v.Outcome == OutcomeWouldFail:
 		klog.InfoS("Softened webhook would fail the request if enforced", append(keys, "reason", fmt.Sprint(v.Reason))...)
@@ -536,36 +461,42 @@ func logShadow(r ShadowResult, inTime bool) {
 	}
 }
 
-// signalLocked wakes a Harvest waiting for the batch. b.mu is held.
-func (b *ShadowBatch) signalLocked() {
-	close(b.changed)
-	b.changed = make(chan struct{})
-}
-
-// abandon gives up a call of the batch that will not be made.
-func (b *ShadowBatch) abandon(id int) {
+// until is the time until which the request waits for call id's verdict.
+func (b *ShadowBatch) until(id int) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.waits, id)
-	b.signalLocked()
+	return b.waits[id]
 }
 
-// deliver hands r to the batch, and reports whether it will be recorded on the request.
-func (b *ShadowBatch) deliver(id int, r ShadowResult) bool {
+// deliver hands a verdict to the batch. Once the batch is closed it says at once what became
+// of it (done); until then it is pending, and closing the batch decides.
+func (b *ShadowBatch) deliver(id int, p pendingResult) (what string, done bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.waits, id)
 	if b.closed {
-		return false
+		return b.unrecorded(p), true
 	}
-	b.results = append(b.results, r)
-	b.signalLocked()
-	return true
+	b.pending = append(b.pending, p)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return "", false
+}
+
+// unrecorded is what became of a verdict not recorded on its request. b.mu is held.
+func (b *ShadowBatch) unrecorded(p pendingResult) string {
+	switch {
+	case b.refused:
+		return ShadowRefused
+	case p.maxWait != nil && *p.maxWait == 0:
+		return ShadowAsync
+	}
+	return ShadowLate
 }
 
 // Harvest waits for the batch's calls, each at most until its bound (see waitUntil) and
-// while ctx lasts, then closes the batch and returns the results in, in the chain's order.
-// Results that come later are late: the metric's and the log's only.
+// while ctx lasts, then closes the batch and returns the verdicts that came within their
+// bounds, in the chain's order, to be recorded on the request. Every verdict is counted.
 func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 	var timer *time.Timer
 	defer func() {
@@ -574,7 +505,7 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 		}
 	}()
 	b.mu.Lock()
-	for len(b.waits) > 0 {
+	for len(b.waits) > 0 && ctx.Err() == nil {
 		var until time.Time
 		for _, u := range b.waits {
 			if u.After(until) {
@@ -601,14 +532,26 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 		case <-ctx.Done():
 		}
 		b.mu.Lock()
-		if ctx.Err() != nil {
-			break
+	}
+	b.closed = true
+	pending := b.pending
+	b.pending = nil
+	var results []ShadowResult
+	whats := make([]string, len(pending))
+	for i, p := range pending {
+		// A verdict past its own bound is not recorded, even when the request waited for
+		// another call: a webhook's record never depends on its neighbours'.
+		if p.until.IsZero() || !p.arrived.After(p.until) || b.shadows.awaitForTest {
+			whats[i] = ShadowInTime
+			results = append(results, p.result)
+		} else {
+			whats[i] = b.unrecorded(p)
 		}
 	}
-	defer b.mu.Unlock()
-	b.closed = true
-	results := b.results
-	b.results = nil
+	b.mu.Unlock()
+	for i, p := range pending {
+		b.shadows.account(p.result, whats[i])
+	}
 	// Few results: insertion sort keeps the chain's order.
 	for i := 1; i < len(results); i++ {
 		for j := i; j > 0 && results[j].Index < results[j-1].Index; j-- {
@@ -616,6 +559,19 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 		}
 	}
 	return results
+}
+
+// Refuse closes the batch of a request refused before its verdicts were recorded: it does
+// not wait, and every verdict, in or to come, is counted as refused.
+func (b *ShadowBatch) Refuse() {
+	b.mu.Lock()
+	b.closed, b.refused = true, true
+	pending := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	for _, p := range pending {
+		b.shadows.account(p.result, ShadowRefused)
+	}
 }
 
 type warningCollector struct {

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/component-base/metrics/testutil"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
@@ -40,12 +40,13 @@ func countedAttributes(copies *atomic.Int32) *admission.VersionedAttributes {
 	return NewVersionedAttributes(record, obj, nil, gvk)
 }
 
-// testShadows is a pool of one worker and a queue of queue, with its metrics registered.
-func testShadows(t *testing.T, queue int, maxBytes int64, clk *clocktesting.FakeClock) *Shadows {
+// testShadows is a pool of calls calls and maxBytes bytes per webhook, with its metrics
+// registered.
+func testShadows(t *testing.T, calls int, maxBytes int64) *Shadows {
 	t.Helper()
 	m := NewMetrics()
 	testutil.NewFakeKubeRegistry("1.37.0").MustRegister(m.shadowCalls, m.wouldDeny)
-	s := newShadows(m, "validating", 1, queue, maxBytes, clk)
+	s := newShadows(m, "validating", calls, maxBytes)
 	t.Cleanup(s.Wait)
 	return s
 }
@@ -59,11 +60,22 @@ func shadowCount(t *testing.T, s *Shadows, name, result string) float64 {
 	return v
 }
 
-// blockWorker occupies the pool's one worker until the returned function is called.
-func blockWorker(t *testing.T, b *ShadowBatch) (release func()) {
+// heldBytes are the bytes the calls under way hold, over every webhook.
+func heldBytes(s *Shadows) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var held int64
+	for _, share := range s.shares {
+		held += share.bytes
+	}
+	return held
+}
+
+// blockCall starts a call of name that answers once the returned function is called.
+func blockCall(t *testing.T, b *ShadowBatch, name string) (release func()) {
 	t.Helper()
 	started, unblock := make(chan struct{}), make(chan struct{})
-	b.Submit(ShadowCall{Softened: Softened{Name: "blocker.example.com"}, Do: func(context.Context) ShadowVerdict {
+	b.Submit(ShadowCall{Softened: Softened{Name: name}, Do: func(context.Context) ShadowVerdict {
 		close(started)
 		<-unblock
 		return ShadowVerdict{}
@@ -80,25 +92,25 @@ func blockWorker(t *testing.T, b *ShadowBatch) (release func()) {
 	return release
 }
 
-// TestShadowDroppedWithoutCopy: with every place of the pool taken (its worker busy, its
-// queue full), or its byte bound reached, a softened call is dropped, counted, and its
-// object is never copied; with room, it is copied once and made.
+// TestShadowDroppedWithoutCopy: with its webhook's calls at their bound, or its bytes, a
+// softened call is dropped, counted, and its object is never copied; with room, it is copied
+// once and made.
 func TestShadowDroppedWithoutCopy(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		queue    int
+		calls    int
 		maxBytes int64
 		want     string
 	}{
-		{name: "queue full", queue: 0, maxBytes: 1 << 20, want: ShadowDropped},
-		{name: "byte bound", queue: 1, maxBytes: 10, want: ShadowDropped},
-		{name: "room", queue: 1, maxBytes: 1 << 20, want: ShadowInTime},
+		{name: "calls at their bound", calls: 1, maxBytes: 1 << 20, want: ShadowDropped},
+		{name: "byte bound", calls: 2, maxBytes: 10, want: ShadowDropped},
+		{name: "room", calls: 2, maxBytes: 1 << 20, want: ShadowInTime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := testShadows(t, tc.queue, tc.maxBytes, clocktesting.NewFakeClock(time.Now()))
+			s := testShadows(t, tc.calls, tc.maxBytes)
 			s.AwaitForTest()
 			b := s.Batch()
-			release := blockWorker(t, b)
+			release := blockCall(t, b, "hook.example.com")
 			var copies atomic.Int32
 			var made atomic.Bool
 			b.SubmitCopy(ShadowCall{Softened: Softened{Name: "hook.example.com"}}, countedAttributes(&copies), &EncodedObjects{},
@@ -118,10 +130,10 @@ func TestShadowDroppedWithoutCopy(t *testing.T) {
 			if made.Load() != wantMade {
 				t.Errorf("call made: %v, want %v", made.Load(), wantMade)
 			}
-			if got := shadowCount(t, s, "hook.example.com", tc.want); got != 1 {
+			if got := shadowCount(t, s, "hook.example.com", tc.want); got != 1 && tc.want == ShadowDropped {
 				t.Errorf("shadow_calls_total{result=%q} = %v, want 1", tc.want, got)
 			}
-			if got := s.bytes.Load(); got != 0 {
+			if got := heldBytes(s); got != 0 {
 				t.Errorf("%d bytes still counted once every call ended", got)
 			}
 		})
@@ -130,7 +142,7 @@ func TestShadowDroppedWithoutCopy(t *testing.T) {
 
 // TestShadowCopyBytesCountTheCopies: a call's bytes are ShadowCopyFactor times its JSON.
 func TestShadowCopyBytesCountTheCopies(t *testing.T) {
-	s := testShadows(t, 1, 1<<20, clocktesting.NewFakeClock(time.Now()))
+	s := testShadows(t, 1, 1<<20)
 	b := s.Batch()
 	var copies atomic.Int32
 	attr := countedAttributes(&copies)
@@ -143,7 +155,7 @@ func TestShadowCopyBytesCountTheCopies(t *testing.T) {
 	unblock := make(chan struct{})
 	b.SubmitCopy(ShadowCall{Softened: Softened{Name: "hook.example.com"}}, attr, encoded, func(c *ShadowCall, _ *admission.VersionedAttributes, _ *EncodedObjects) {
 		c.Do = func(context.Context) ShadowVerdict {
-			held <- s.bytes.Load()
+			held <- heldBytes(s)
 			<-unblock
 			return ShadowVerdict{}
 		}
@@ -155,54 +167,12 @@ func TestShadowCopyBytesCountTheCopies(t *testing.T) {
 	}
 }
 
-// TestShadowQueuedPastItsTimeoutIsDropped: a call still queued when its own timeout has
-// passed is not made, and is counted as dropped; one taken in time is made.
-func TestShadowQueuedPastItsTimeoutIsDropped(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
-	s := testShadows(t, 2, 1<<20, clk)
-	s.AwaitForTest()
-	b := s.Batch()
-	release := blockWorker(t, b)
-	var staleMade, freshMade atomic.Bool
-	b.Submit(ShadowCall{Softened: Softened{Name: "stale.example.com"}, Timeout: time.Second,
-		Do: func(context.Context) ShadowVerdict {
-			staleMade.Store(true)
-			return ShadowVerdict{Outcome: OutcomeWouldDeny}
-		}})
-	clk.Step(2 * time.Second)
-	b.Submit(ShadowCall{Softened: Softened{Name: "fresh.example.com"}, Timeout: time.Second,
-		Do: func(context.Context) ShadowVerdict { freshMade.Store(true); return ShadowVerdict{} }})
-	release()
-	results := b.Harvest(context.Background())
-	s.Wait()
-	if staleMade.Load() {
-		t.Error("a call queued past its timeout was made")
-	}
-	if !freshMade.Load() {
-		t.Error("a call queued within its timeout was not made")
-	}
-	if got := shadowCount(t, s, "stale.example.com", ShadowDropped); got != 1 {
-		t.Errorf("stale call: shadow_calls_total{result=dropped} = %v, want 1", got)
-	}
-	if got := shadowCount(t, s, "fresh.example.com", ShadowDropped); got != 0 {
-		t.Errorf("fresh call: shadow_calls_total{result=dropped} = %v, want 0", got)
-	}
-	for _, r := range results {
-		if r.Softened.Name == "stale.example.com" {
-			t.Errorf("the stale call has a result: %+v", r)
-		}
-	}
-	if got := s.bytes.Load(); got != 0 {
-		t.Errorf("%d bytes still counted once every call ended", got)
-	}
-}
-
 // TestShadowPanicFollowsThePolicy: a panic during a softened call is failed open when the
 // call says so (a validating webhook under Ignore, as upstream's validating dispatcher does),
 // and a would_fail otherwise.
 func TestShadowPanicFollowsThePolicy(t *testing.T) {
 	for _, failOpen := range []bool{true, false} {
-		s := testShadows(t, 1, 1<<20, clocktesting.NewFakeClock(time.Now()))
+		s := testShadows(t, 1, 1<<20)
 		s.AwaitForTest()
 		b := s.Batch()
 		b.Submit(ShadowCall{Softened: Softened{Name: "panics.example.com", Mode: softenedAudit()}, FailOpenOnPanic: failOpen,
@@ -238,7 +208,7 @@ func TestShadowPastTheRequestDeadlineWouldFail(t *testing.T) {
 		{name: "a deadline past", deadline: time.Now().Add(-time.Millisecond), want: OutcomeWouldFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := testShadows(t, 1, 1<<20, clocktesting.NewFakeClock(time.Now()))
+			s := testShadows(t, 1, 1<<20)
 			s.AwaitForTest()
 			b := s.Batch()
 			b.Submit(ShadowCall{Softened: Softened{Name: "slow.example.com", Mode: softenedAudit()}, Deadline: tc.deadline,
@@ -252,14 +222,11 @@ func TestShadowPastTheRequestDeadlineWouldFail(t *testing.T) {
 	}
 }
 
-// TestShadowShareKeepsAFastWebhookMoving: a webhook that never answers fills its share of
-// the pool (a worker and two queued calls of four and eight) and the rest of its calls are
-// dropped; a fast webhook's calls are all made meanwhile, none dropped.
+// TestShadowShareKeepsAFastWebhookMoving: a webhook that never answers fills its share (3
+// calls under way here) and the rest of its calls are dropped; a fast webhook's calls are all
+// made meanwhile, none dropped.
 func TestShadowShareKeepsAFastWebhookMoving(t *testing.T) {
-	m := NewMetrics()
-	testutil.NewFakeKubeRegistry("1.37.0").MustRegister(m.shadowCalls, m.wouldDeny)
-	s := newShadows(m, "validating", 4, 8, 1<<20, clocktesting.NewFakeClock(time.Now()))
-	t.Cleanup(s.Wait)
+	s := testShadows(t, 3, 1<<20)
 	s.AwaitForTest()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -271,7 +238,7 @@ func TestShadowShareKeepsAFastWebhookMoving(t *testing.T) {
 		}})
 	}
 	if got := shadowCount(t, s, "slow.example.com", ShadowDropped); got != 7 {
-		t.Errorf("slow webhook: %v calls dropped, want 7 (one running, two queued: its share)", got)
+		t.Errorf("slow webhook: %v calls dropped, want 7 (three under way: its share)", got)
 	}
 	for i := range 20 {
 		b := s.Batch()
@@ -283,44 +250,81 @@ func TestShadowShareKeepsAFastWebhookMoving(t *testing.T) {
 		}
 	}
 	if got := shadowCount(t, s, "fast.example.com", ShadowDropped); got != 0 {
-		t.Errorf("fast webhook: %v calls dropped behind the slow one's, want 0", got)
+		t.Errorf("fast webhook: %v calls dropped beside the slow one's, want 0", got)
 	}
 	if got := shadowCount(t, s, "fast.example.com", ShadowInTime); got != 20 {
 		t.Errorf("fast webhook: %v verdicts in time, want 20", got)
 	}
 }
 
-// TestShadowDrainedCountsTheQueued: once the server has drained, the calls still queued are
-// not made and are counted as dropped, as are calls submitted after; the call under way ends.
-func TestShadowDrainedCountsTheQueued(t *testing.T) {
-	s := testShadows(t, 4, 1<<20, clocktesting.NewFakeClock(time.Now()))
+// TestShadowDrainedRefusesNewCalls: once the server has drained, a call submitted is not
+// made and is counted as dropped; the call under way ends and is counted.
+func TestShadowDrainedRefusesNewCalls(t *testing.T) {
+	s := testShadows(t, 4, 1<<20)
 	b := s.Batch()
-	release := blockWorker(t, b)
-	var made atomic.Int32
-	for range 2 {
-		b.Submit(ShadowCall{Softened: Softened{Name: "queued.example.com"}, Do: func(context.Context) ShadowVerdict {
-			made.Add(1)
-			return ShadowVerdict{}
-		}})
-	}
+	release := blockCall(t, b, "running.example.com")
 	s.Drained()
+	var made atomic.Bool
 	b.Submit(ShadowCall{Softened: Softened{Name: "after.example.com"}, Do: func(context.Context) ShadowVerdict {
-		made.Add(1)
+		made.Store(true)
 		return ShadowVerdict{}
 	}})
 	release()
+	b.Refuse()
 	s.Wait()
-	if n := made.Load(); n != 0 {
-		t.Errorf("%d calls made after the server drained, want 0", n)
-	}
-	// Its share is two places (a worker's and a queued call's), both queued behind the blocker.
-	if got := shadowCount(t, s, "queued.example.com", ShadowDropped); got != 2 {
-		t.Errorf("queued calls counted dropped: %v, want 2", got)
+	if made.Load() {
+		t.Error("a call was made after the server drained")
 	}
 	if got := shadowCount(t, s, "after.example.com", ShadowDropped); got != 1 {
 		t.Errorf("calls after the drain counted dropped: %v, want 1", got)
 	}
-	if got := s.bytes.Load(); got != 0 {
-		t.Errorf("%d bytes still counted once every call ended", got)
+	if got := shadowCount(t, s, "running.example.com", ShadowRefused); got != 1 {
+		t.Errorf("the call under way: counted refused %v, want 1", got)
+	}
+}
+
+// TestShadowEachVerdictCountedOnce: what became of each verdict — recorded (in_time), past its
+// own maxWait while the request waited for another call (late, not recorded), with maxWait
+// 0s (async), or of a refused request, in or to come (refused) — is counted once.
+func TestShadowEachVerdictCountedOnce(t *testing.T) {
+	zero, short := time.Duration(0), 20*time.Millisecond
+	s := testShadows(t, 8, 1<<20)
+	b := s.Batch()
+	var bounded sync.WaitGroup
+	bounded.Add(2)
+	b.Submit(ShadowCall{Softened: Softened{Name: "in-time.example.com"}, Do: func(context.Context) ShadowVerdict {
+		// Answers once the bounded calls have answered past their bounds: the request is
+		// still waiting for it then.
+		bounded.Wait()
+		return ShadowVerdict{}
+	}})
+	for _, c := range []struct {
+		name string
+		wait *time.Duration
+	}{{"async.example.com", &zero}, {"late.example.com", &short}} {
+		b.Submit(ShadowCall{Softened: Softened{Name: c.name}, MaxWait: c.wait, Do: func(context.Context) ShadowVerdict {
+			defer bounded.Done()
+			time.Sleep(2 * short) // a webhook slower than its maxWait
+			return ShadowVerdict{}
+		}})
+	}
+	results := b.Harvest(context.Background())
+	s.Wait()
+	if len(results) != 1 || results[0].Softened.Name != "in-time.example.com" {
+		t.Errorf("recorded %+v, want the in-time call's verdict alone", results)
+	}
+	for name, want := range map[string]string{"in-time.example.com": ShadowInTime, "async.example.com": ShadowAsync, "late.example.com": ShadowLate} {
+		if got := shadowCount(t, s, name, want); got != 1 {
+			t.Errorf("%s: shadow_calls_total{result=%q} = %v, want 1", name, want, got)
+		}
+	}
+
+	refused := s.Batch()
+	release := blockCall(t, refused, "refused.example.com")
+	refused.Refuse()
+	release()
+	s.Wait()
+	if got := shadowCount(t, s, "refused.example.com", ShadowRefused); got != 1 {
+		t.Errorf("a refused request's verdict: counted refused %v, want 1", got)
 	}
 }

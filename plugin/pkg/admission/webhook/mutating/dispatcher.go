@@ -119,7 +119,7 @@ type withObject struct {
 
 func (w withObject) GetObject() runtime.Object { return w.object }
 
-func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) error {
+func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) (result error) {
 	reinvocation := attr.GetReinvocationContext()
 	state, _ := reinvocation.Value(PluginName).(*reinvocationState)
 	if state == nil {
@@ -141,22 +141,27 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	budget := d.settings.Budget.For(ctx)
 	start, called := time.Now(), false
 	var shadows *webhook.ShadowBatch
+	// Deferred first, so it runs last: the wait for the shadows is not the webhooks' time.
 	defer func() {
-		if called {
-			d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
+		switch {
+		case shadows == nil:
+		case result != nil:
+			// A refused request does not wait.
+			shadows.Refuse()
+		default:
+			record := func(ctx context.Context, attr admission.Attributes, results []webhook.ShadowResult) {
+				d.recordShadows(ctx, attr, results, round)
+			}
+			// Harvested after the whole chain when it has a harvest point, so that the
+			// wait overlaps the rest of the chain; here otherwise.
+			if !webhook.Defer(ctx, shadows, record) {
+				record(ctx, attr, shadows.Harvest(ctx))
+			}
 		}
 	}()
 	defer func() {
-		if shadows == nil {
-			return
-		}
-		record := func(ctx context.Context, attr admission.Attributes, results []webhook.ShadowResult) {
-			d.recordShadows(ctx, attr, results, round)
-		}
-		// Harvested after the whole chain when it has a harvest point, so that the wait
-		// overlaps the rest of the chain; here otherwise.
-		if !webhook.Defer(ctx, shadows, record) {
-			record(ctx, attr, shadows.Harvest(ctx))
+		if called {
+			d.settings.Metrics.ObserveRequest(stepType, attr.GetResource().GroupResource(), time.Since(start))
 		}
 	}()
 
@@ -348,7 +353,7 @@ func (d *dispatcher) submitShadow(ctx context.Context, batch *webhook.ShadowBatc
 	// recover it.
 	deadline, _ := ctx.Deadline()
 	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Deadline: deadline,
-		MaxWait: d.settings.MaxWait(softened.Configuration, softened.Name)}
+		WaitEnd: d.settings.Budget.WaitEnd(ctx), MaxWait: d.settings.MaxWait(softened.Configuration, softened.Name)}
 	// What the request's time budget would give the call here, enforced; the call is not
 	// charged to it.
 	fit := budget.FitAt(time.Now(), webhook.OwnTimeout(h.TimeoutSeconds))

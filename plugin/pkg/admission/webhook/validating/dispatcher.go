@@ -68,7 +68,7 @@ func (v *versionedAttributes) VersionedAttribute(gvk schema.GroupVersionKind) (*
 	return va, nil
 }
 
-func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) error {
+func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces, hooks []upstreamwebhook.WebhookAccessor) (result error) {
 	v := &versionedAttributes{attr: attr, o: o, byVersion: map[schema.GroupVersionKind]*admission.VersionedAttributes{}}
 	var invocations []*generic.WebhookInvocation
 	// softened are the softened invocations, by their index among every matching webhook.
@@ -125,15 +125,16 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	budget := d.settings.Budget.For(ctx)
 	if len(softened) > 0 || len(unmatched) > 0 {
 		batch := d.settings.Shadows.Batch()
+		waitEnd := d.settings.Budget.WaitEnd(ctx)
 		for _, u := range unmatched {
 			d.settleUnmatched(batch, u)
 		}
 		for index, invocation := range softened {
-			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded, budget)
+			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded, budget, waitEnd)
 		}
 		// Once the enforced calls have returned: the wait for the softened ones overlaps
-		// theirs.
-		defer d.recordSoftened(ctx, attr, batch)
+		// theirs. A refused request does not wait.
+		defer func() { d.recordSoftened(ctx, attr, batch, result != nil) }()
 	}
 	if len(invocations) == 0 {
 		return nil
@@ -189,7 +190,7 @@ func (d *dispatcher) settleUnmatched(batch *webhook.ShadowBatch, u unmatchedHook
 
 // submitSoftened queues a call to a webhook in Warn and/or Audit on a copy of attr.
 func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBatch, invocation *generic.WebhookInvocation, index int, attr *admission.VersionedAttributes,
-	encoded *webhook.EncodedObjects, budget webhook.Budget) {
+	encoded *webhook.EncodedObjects, budget webhook.Budget, waitEnd time.Time) {
 	hook, ok := invocation.Webhook.GetValidatingWebhook()
 	if !ok {
 		utilruntime.HandleError(fmt.Errorf("validating webhook dispatch requires v1.ValidatingWebhook, but got %T", hook))
@@ -203,7 +204,7 @@ func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBa
 		Softened: webhook.Softened{Name: hook.Name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, hook.Name),
 			AnnotationSuffix: fmt.Sprintf("round_0_index_%d", index)},
 		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds), Deadline: deadline,
-		MaxWait: d.settings.MaxWait(configuration, hook.Name),
+		WaitEnd: waitEnd, MaxWait: d.settings.MaxWait(configuration, hook.Name),
 		// As upstream's validating dispatcher: a panic fails open under Ignore.
 		FailOpenOnPanic: ignore,
 	}
@@ -229,8 +230,12 @@ func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBa
 }
 
 // recordSoftened waits for the softened calls, each within its bound, and records their
-// verdicts on the request.
-func (d *dispatcher) recordSoftened(ctx context.Context, attr admission.Attributes, batch *webhook.ShadowBatch) {
+// verdicts on the request; for a refused request it only closes the batch.
+func (d *dispatcher) recordSoftened(ctx context.Context, attr admission.Attributes, batch *webhook.ShadowBatch, refused bool) {
+	if refused {
+		batch.Refuse()
+		return
+	}
 	for _, r := range batch.Harvest(ctx) {
 		verdict := r.Record(ctx, attr, webhook.WouldDenyValidatingPrefix)
 		if tr := trace.From(attr); tr != nil {
