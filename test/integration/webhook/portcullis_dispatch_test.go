@@ -32,6 +32,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -80,7 +81,8 @@ func TestPortcullisDispatch(t *testing.T) {
 	e := newDispatchEnv(t)
 	tokens := filepath.Join(e.dir, "tokens.csv")
 	writeFile(t, tokens, chainToken+",chain-client,chain-client-uid,system:masters\n"+
-		viewerToken+",viewer,viewer-uid\n"+tracerToken+",tracer,tracer-uid\n")
+		viewerToken+",viewer,viewer-uid\n"+tracerToken+",tracer,tracer-uid\n"+
+		aliceToken+",alice,alice-uid\n"+bobToken+",bob,bob-uid\n")
 	plugins := "--enable-admission-plugins=" + strings.Join(recommendedPlugins, ",")
 
 	dir := filepath.Join(e.dir, "dispatch")
@@ -94,6 +96,7 @@ func TestPortcullisDispatch(t *testing.T) {
 	dispatch.auditLog = auditLog
 
 	t.Run("dead webhook: breaker", func(t *testing.T) { testDeadWebhookBreaker(t, e, dispatch) })
+	t.Run("open breaker: bob learns nothing of alice's call", func(t *testing.T) { testBreakerTellsNoOneElse(t, e, dispatch) })
 
 	// Audited as the dispatch server is, to compare what they record.
 	audited := func(name, binary string) *cluster {
@@ -127,6 +130,84 @@ func TestPortcullisDispatch(t *testing.T) {
 	t.Run("rollout: idempotency probe", func(t *testing.T) { testIdempotencyProbe(t, e, rollout, bins.APIServer) })
 	t.Run("admission trace", func(t *testing.T) { testAdmissionTrace(t, e, rollout) })
 	t.Run("admission trace: a patch retried after a conflict", func(t *testing.T) { testTraceRetriedWrite(t, e, rollout) })
+}
+
+// Users of the dispatch server's token file who may create ConfigMaps in a case's namespace
+// only (testBreakerTellsNoOneElse grants it).
+const (
+	aliceToken = "portcullis-dispatch-alice-token"
+	bobToken   = "portcullis-dispatch-bob-token"
+)
+
+// testBreakerTellsNoOneElse is issue 49's reproduction: a Fail webhook answers 500 with a body
+// naming the object it was asked about, as a webhook's lookup error does. alice's create of
+// payroll fails and opens the webhook's breaker (threshold 1); bob's creates are refused,
+// by the open breaker or by a probe call of his own, and none carries anything of alice's
+// call: neither her object's name, nor the webhook's address.
+func testBreakerTellsNoOneElse(t *testing.T, e *env, c *cluster) {
+	k := newCase(c, "leak")
+	ns := k.namespace(t, nil)
+	e.hooks.handleRaw(k.path("lookup"), func(w http.ResponseWriter, _ *http.Request, call *call) {
+		http.Error(w, "lookup failed for "+ns+"/"+call.objectMeta().Name, http.StatusInternalServerError)
+	})
+	leak := map[string]string{"leak": "yes"}
+	hook := validatingHook(k.hookName("lookup"), e.hooks.clientConfig(k.path("lookup")), k.selector(nil), configMapRule(opCreate))
+	hook.ObjectSelector = &metav1.LabelSelector{MatchLabels: leak}
+	c.createValidating(t, validatingConfig(k.configName("lookup"), hook))
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+	}}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(requestContext(t), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmaps"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "bob"}}}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(requestContext(t), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createAs := func(token, name string) error {
+		config := rest.AnonymousClientConfig(c.Config)
+		config.BearerToken = token
+		client, err := kubernetes.NewForConfig(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.CoreV1().ConfigMaps(ns).Create(requestContext(t), k.configMap(ns, name, leak), metav1.CreateOptions{})
+		return err
+	}
+	var aliceErr error
+	eventually(t, pollTimeout, "alice's create to reach the webhook (her RoleBinding in force)", func(context.Context) (bool, error) {
+		aliceErr = createAs(aliceToken, "payroll")
+		return apierrors.IsInternalError(aliceErr), nil
+	})
+	if !strings.Contains(aliceErr.Error(), "lookup failed for "+ns+"/payroll") {
+		t.Fatalf("alice's own failure %v does not carry her webhook's answer", aliceErr)
+	}
+	webhookURL := e.hooks.clientConfig(k.path("lookup")).URL
+	shortCircuited := false
+	// A probe call (the backoff over) fails again and reopens the breaker for longer, so the
+	// open breaker is met within a few requests.
+	for i := 0; i < 20 && !shortCircuited; i++ {
+		err := createAs(bobToken, fmt.Sprintf("bob-%d", i))
+		if !apierrors.IsInternalError(err) {
+			t.Fatalf("bob's create %d: want a 500, got %v", i, err)
+		}
+		shortCircuited = strings.Contains(err.Error(), "circuit breaker open; not called")
+		leaks := []string{"payroll", "alice"}
+		if shortCircuited {
+			// A probe call's failure is bob's own, and names the webhook's address as
+			// upstream's does; a call not made names nothing of the earlier ones.
+			leaks = append(leaks, *webhookURL, "lookup failed")
+		}
+		for _, leaked := range leaks {
+			if strings.Contains(err.Error(), leaked) {
+				t.Errorf("bob's create %d was refused with %q, which tells of %q", i, err, leaked)
+			}
+		}
+	}
+	if !shortCircuited {
+		t.Error("none of bob's 20 creates met the open breaker")
+	}
 }
 
 // newDispatchEnv is the part of env these cases use: the CA and the webhook server.
