@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,9 +34,13 @@ type DispatchResult struct {
 	// FastDeny are the latencies of creates one webhook denies at once while seven hold.
 	FastDeny map[string]*Latencies
 	// Shadow are the runs, on ours, of creates through a mutating webhook in Audit (a shadow)
-	// that holds every call for SlowHold, beside an enforced one that answers at once, and of
-	// creates through the enforced one alone, in turn.
+	// with maxWait 0s that holds every call for SlowHold, beside an enforced one that answers
+	// at once, and of creates through the enforced one alone, in turn.
 	Shadow []ShadowRun
+	// Warn are the runs, on ours, of creates through a validating webhook in Warn that denies
+	// each after warnHold (the request waits for it: the default), and of creates it does not
+	// match, in turn.
+	Warn []ShadowRun
 }
 
 // DispatchConfigRuns are one configuration's runs on one server.
@@ -69,11 +75,13 @@ plugins:
         circuitBreaker: {}
         timeBudget: {}
         enforcementModes:
-        - {configuration: bench-shadow, webhook: shadow.bench.portcullis.dev, modes: [Audit]}
+        - {configuration: bench-shadow, webhook: shadow.bench.portcullis.dev, modes: [Audit], maxWait: 0s}
       validating:
         circuitBreaker: {}
         timeBudget: {}
         earlyExit: true
+        enforcementModes:
+        - {configuration: bench-warn, webhook: warn.bench.portcullis.dev, modes: [Warn]}
 `
 
 // runDispatch measures, on our binary and stock's (one etcd, two prefixes):
@@ -139,18 +147,28 @@ func runDispatch(ctx context.Context, env *environment, opts DispatchOptions) (r
 	if err := measureShadow(ctx, env, servers[oursServer], webhooks, opts, result); err != nil {
 		return nil, fmt.Errorf("shadow webhook, ours: %w", err)
 	}
+	if err := measureWarn(ctx, env, servers[oursServer], webhooks, opts, result); err != nil {
+		return nil, fmt.Errorf("webhook in Warn, ours: %w", err)
+	}
 	return result, nil
 }
 
-// ShadowRun is one run of the shadow's case: the creates the shadow matched, and those it
-// did not, one of each in turn.
+// ShadowRun is one run of a softened webhook's case: the creates it matched, and those it
+// did not, one of each in turn, and what became of its calls in the run
+// (portcullis_admission_webhook_shadow_calls_total's increase, by result).
 type ShadowRun struct {
 	With, Without *Latencies
+	Calls         map[string]float64
 }
 
-// AddedP99 is what the shadow added to the run's p99 latency, in seconds.
+// AddedP99 is what the webhook added to the run's p99 latency, in seconds.
 func (r ShadowRun) AddedP99() float64 {
 	return (r.With.Percentile(99) - r.Without.Percentile(99)).Seconds()
+}
+
+// AddedP50 is what the webhook added to the run's p50 latency, in seconds.
+func (r ShadowRun) AddedP50() float64 {
+	return (r.With.Percentile(50) - r.Without.Percentile(50)).Seconds()
 }
 
 // shadowedLabel marks the pods the shadow webhook matches (its objectSelector): creates with
@@ -166,7 +184,7 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 	config := immediateMutatingWebhooks(webhooks, 1)
 	config.Name = "bench-shadow"
 	shadow := holdMutatingWebhooks(webhooks, 1).Webhooks[0]
-	shadow.Name = "shadow.bench.portcullis.dev"
+	shadow.Name = shadowWebhook
 	shadow.ClientConfig = webhooks.clientConfig(holdPath("shadow", 0))
 	shadow.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{shadowedLabel: "true"}}
 	config.Webhooks = append([]admissionregistrationv1.MutatingWebhook{shadow}, config.Webhooks...)
@@ -178,7 +196,7 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 	}()
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
 		before := webhooks.callCount(immediatePath(mutatingKind, 0))
-		if _, _, err := timeAlternatingCreates(ctx, server.client, "shadow-probe", 1); err != nil {
+		if _, _, err := timeAlternatingCreates(ctx, server.client, "shadow-probe", shadowedLabel, 1); err != nil {
 			return false, err
 		}
 		return webhooks.callCount(holdPath("shadow", 0)) > 0 && webhooks.callCount(immediatePath(mutatingKind, 0)) >= before+2, nil
@@ -188,11 +206,18 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 	// p99 of a thousand creates is the tenth slowest: runs are repeated, and the median
 	// taken, so that one unlucky moment of the machine is not read as the shadow's cost.
 	for rep := range opts.Repetitions {
-		with, without, err := timeAlternatingCreates(ctx, server.client, fmt.Sprintf("shadow-%d", rep), opts.DeadCreates)
+		before, err := shadowCalls(ctx, server.client, shadowWebhook)
+		if err != nil {
+			return err
+		}
+		with, without, err := timeAlternatingCreates(ctx, server.client, fmt.Sprintf("shadow-%d", rep), shadowedLabel, opts.DeadCreates)
 		if err != nil {
 			return err
 		}
 		run := ShadowRun{With: with, Without: without}
+		if run.Calls, err = shadowCallsSince(ctx, server.client, shadowWebhook, before); err != nil {
+			return err
+		}
 		result.Shadow = append(result.Shadow, run)
 		env.progressf("dispatch repetition %d/%d, ours: %d creates through a %s shadow and an immediate enforced webhook, %d through the enforced one alone, in turn: p99 %s and %s",
 			rep+1, opts.Repetitions, opts.DeadCreates, opts.SlowHold, opts.DeadCreates, with.Percentile(99).Round(time.Microsecond), without.Percentile(99).Round(time.Microsecond))
@@ -203,14 +228,14 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 	return nil
 }
 
-// timeAlternatingCreates times n creates of pods the shadow matches and n it does not, one of
-// each in turn.
-func timeAlternatingCreates(ctx context.Context, client kubernetes.Interface, prefix string, n int) (shadowed, alone *Latencies, err error) {
+// timeAlternatingCreates times n creates of pods with label (which a softened webhook
+// matches) and n without, one of each in turn.
+func timeAlternatingCreates(ctx context.Context, client kubernetes.Interface, prefix, label string, n int) (matched, alone *Latencies, err error) {
 	var with, without []time.Duration
 	for i := range 2 * n {
 		pod := benchPod(fmt.Sprintf("%s-%d-%d", prefix, i, time.Now().UnixNano()))
 		if i%2 == 0 {
-			pod.Labels[shadowedLabel] = "true"
+			pod.Labels[label] = "true"
 		}
 		start := time.Now()
 		_, err := client.CoreV1().Pods(dispatchNamespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -225,6 +250,108 @@ func timeAlternatingCreates(ctx context.Context, client kubernetes.Interface, pr
 		}
 	}
 	return newLatencies(with), newLatencies(without), nil
+}
+
+// The softened webhooks of table 5, named in dispatchConfig.
+const (
+	shadowWebhook = "shadow.bench.portcullis.dev"
+	warnWebhook   = "warn.bench.portcullis.dev"
+	// warnedLabel marks the pods the Warn webhook matches.
+	warnedLabel = "bench.portcullis.dev/warned"
+)
+
+// measureWarn times creates a validating webhook in Warn denies after warnHold (with the
+// default wait: the request waits for its verdict, to warn), and creates it does not match,
+// one of each in turn: what the wait costs.
+func measureWarn(ctx context.Context, env *environment, server *apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) (err error) {
+	api := server.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	hook := validatingWebhook(warnWebhook, webhooks.clientConfig(warnDenyPath), podCreateRules())
+	hook.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{warnedLabel: "true"}}
+	config := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-warn"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{hook}}
+	if _, err := api.Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, api.Delete(context.WithoutCancel(ctx), config.Name, metav1.DeleteOptions{}))
+	}()
+	// The warnings are the point, not the bench's output.
+	quiet := rest.CopyConfig(server.config)
+	quiet.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(quiet)
+	if err != nil {
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		if _, _, err := timeAlternatingCreates(ctx, client, "warn-probe", warnedLabel, 1); err != nil {
+			return false, err
+		}
+		return webhooks.callCount(warnDenyPath) > 0, nil
+	}); err != nil {
+		return fmt.Errorf("the Warn webhook was never called: %w", err)
+	}
+	for rep := range opts.Repetitions {
+		before, err := shadowCalls(ctx, client, warnWebhook)
+		if err != nil {
+			return err
+		}
+		with, without, err := timeAlternatingCreates(ctx, client, fmt.Sprintf("warn-%d", rep), warnedLabel, opts.DeadCreates)
+		if err != nil {
+			return err
+		}
+		run := ShadowRun{With: with, Without: without}
+		if run.Calls, err = shadowCallsSince(ctx, client, warnWebhook, before); err != nil {
+			return err
+		}
+		result.Warn = append(result.Warn, run)
+		env.progressf("dispatch repetition %d/%d, ours: %d creates a %s webhook in Warn denies, %d it does not match, in turn: p50 %s and %s",
+			rep+1, opts.Repetitions, opts.DeadCreates, warnHold, opts.DeadCreates, with.Percentile(50).Round(time.Microsecond), without.Percentile(50).Round(time.Microsecond))
+		if err := deleteLoadPods(ctx, client, dispatchNamespace); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shadowCalls reads the server's portcullis_admission_webhook_shadow_calls_total of webhook,
+// by result.
+func shadowCalls(ctx context.Context, client kubernetes.Interface, webhook string) (map[string]float64, error) {
+	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	calls := map[string]float64{}
+	prefix := "portcullis_admission_webhook_shadow_calls_total{"
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, prefix) || !strings.Contains(line, `name="`+webhook+`"`) {
+			continue
+		}
+		i := strings.Index(line, `result="`)
+		j := strings.LastIndexByte(line, ' ')
+		if i < 0 || j < 0 {
+			continue
+		}
+		result := line[i+len(`result="`):]
+		result = result[:strings.IndexByte(result, '"')]
+		v, err := strconv.ParseFloat(line[j+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		calls[result] += v
+	}
+	return calls, nil
+}
+
+// shadowCallsSince is shadowCalls' increase since before.
+func shadowCallsSince(ctx context.Context, client kubernetes.Interface, webhook string, before map[string]float64) (map[string]float64, error) {
+	after, err := shadowCalls(ctx, client, webhook)
+	if err != nil {
+		return nil, err
+	}
+	for result, v := range before {
+		after[result] -= v
+	}
+	return after, nil
 }
 
 // measureOverhead runs each configuration on both servers, repetition by repetition, the

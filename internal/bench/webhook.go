@@ -30,6 +30,10 @@ const (
 	immediatePathPrefix = "/immediate/"
 	// denyPath serves a webhook that denies at once.
 	denyPath = "/deny"
+	// warnDenyPath serves a webhook that denies after warnHold (table 5's webhook in Warn).
+	warnDenyPath = "/warn-deny"
+	// warnHold is how long the webhook in Warn takes to answer.
+	warnHold = 50 * time.Millisecond
 	// policyMarker is in every refusal of the policies the harness installs, so a probe
 	// can tell their refusals from anything else.
 	policyMarker = "bench-securitycontextdeny"
@@ -72,6 +76,7 @@ func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) 
 	mux.HandleFunc(holdPathPrefix, s.serveHold)
 	mux.HandleFunc(immediatePathPrefix, s.serveImmediate)
 	mux.HandleFunc(denyPath, s.serveDeny)
+	mux.HandleFunc(warnDenyPath, s.serveWarnDeny)
 	s.server = harness.HTTPSServer(mux, cert)
 	go func() { _ = s.server.ServeTLS(listener, "", "") }()
 	return s, nil
@@ -162,6 +167,25 @@ func (s *webhookServer) serveDeny(w http.ResponseWriter, r *http.Request) {
 	s.count(r.URL.Path)
 	writeReview(w, &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false,
 		Result: &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "bench: denied at once"}})
+}
+
+// serveWarnDeny denies after warnHold (a webhook's own latency; the request's end cuts it
+// short).
+func (s *webhookServer) serveWarnDeny(w http.ResponseWriter, r *http.Request) {
+	review, ok := readReview(w, r)
+	if !ok {
+		return
+	}
+	s.count(r.URL.Path)
+	timer := time.NewTimer(warnHold)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-r.Context().Done():
+		return
+	}
+	writeReview(w, &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false,
+		Result: &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "bench: pods need an owner label"}})
 }
 
 // serveSecurityContextDeny refuses what the SecurityContextDeny plugin refuses.

@@ -17,8 +17,10 @@ type deferredKey struct{}
 // deferredShadows are a request's shadow batches left to the harvest point.
 type deferredShadows struct {
 	// armed: the chain has a harvest point that will be reached (set by its mutating steps).
-	armed   atomic.Bool
-	mu      sync.Mutex
+	armed atomic.Bool
+	mu    sync.Mutex
+	// ended: the request's handler returned; nothing is deferred any more.
+	ended   bool
 	batches []deferredBatch
 }
 
@@ -34,10 +36,11 @@ type deferredBatch struct {
 func WithDeferredShadows(handler http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := context.WithValue(req.Context(), deferredKey{}, &deferredShadows{})
-		handler.ServeHTTP(w, req.WithContext(ctx))
 		// A request answered without reaching the harvest point (refused outside admission,
-		// between the phases) recorded none of its shadows' verdicts.
-		refuseDeferred(ctx)
+		// between the phases; a panic; its deadline, which ends the handler while admission
+		// may go on) recorded none of its shadows' verdicts; later batches are not deferred.
+		defer refuseDeferred(ctx, true)
+		handler.ServeHTTP(w, req.WithContext(ctx))
 	})
 }
 
@@ -56,18 +59,22 @@ func Defer(ctx context.Context, batch *ShadowBatch, record func(ctx context.Cont
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.ended {
+		return false
+	}
 	d.batches = append(d.batches, deferredBatch{batch: batch, record: record})
 	return true
 }
 
-// takeDeferred takes the batches left in ctx's request.
-func takeDeferred(ctx context.Context) []deferredBatch {
+// takeDeferred takes the batches left in ctx's request; ended says no more are deferred.
+func takeDeferred(ctx context.Context, ended bool) []deferredBatch {
 	d := deferredFrom(ctx)
 	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.ended = d.ended || ended
 	batches := d.batches
 	d.batches = nil
 	return batches
@@ -77,14 +84,15 @@ func takeDeferred(ctx context.Context) []deferredBatch {
 // and records them on it. Batches are harvested one after another: their bounds are points
 // in time, so waiting for one overlaps the others.
 func harvestDeferred(ctx context.Context, attr admission.Attributes) {
-	for _, b := range takeDeferred(ctx) {
+	for _, b := range takeDeferred(ctx, false) {
 		b.record(ctx, attr, b.batch.Harvest(ctx))
 	}
 }
 
-// refuseDeferred closes the batches left in ctx's request, refused: nothing is waited for.
-func refuseDeferred(ctx context.Context) {
-	for _, b := range takeDeferred(ctx) {
+// refuseDeferred closes the batches left in ctx's request, refused: nothing is waited for;
+// ended: the request's handler returned.
+func refuseDeferred(ctx context.Context, ended bool) {
+	for _, b := range takeDeferred(ctx, ended) {
 		b.batch.Refuse()
 	}
 }
@@ -155,7 +163,7 @@ func (s *harvestStep) admit(ctx context.Context, a admission.Attributes, o admis
 	}
 	err := mutator.Admit(ctx, a, o)
 	if err != nil {
-		refuseDeferred(ctx)
+		refuseDeferred(ctx, false)
 	}
 	return err
 }
@@ -167,7 +175,7 @@ func (s *harvestStep) validate(ctx context.Context, a admission.Attributes, o ad
 	}
 	switch {
 	case err != nil:
-		refuseDeferred(ctx)
+		refuseDeferred(ctx, false)
 	case s.last():
 		harvestDeferred(ctx, a)
 	}

@@ -108,3 +108,28 @@ func TestHarvestPointIsTheChainsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestEndedRecordsNothing: a batch harvested once its request's context is done (its
+// deadline, its client gone) records nothing and counts its verdicts as refused; once the
+// request's handler has returned, a batch is not deferred any more (its dispatch closes it).
+func TestRequestEndedRecordsNothing(t *testing.T) {
+	s := testShadows(t, 4, 1<<20)
+	b := s.Batch()
+	b.Submit(ShadowCall{Softened: Softened{Name: "answered.example.com"}, Do: func(context.Context) ShadowVerdict { return ShadowVerdict{} }})
+	s.Wait()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if results := b.Harvest(ended); len(results) != 0 {
+		t.Errorf("recorded %v on a request that had ended", results)
+	}
+	if got := shadowCount(t, s, "answered.example.com", ShadowRefused); got != 1 {
+		t.Errorf("verdict counted refused %v, want 1", got)
+	}
+
+	ctx := context.WithValue(context.Background(), deferredKey{}, &deferredShadows{})
+	deferredFrom(ctx).armed.Store(true)
+	refuseDeferred(ctx, true)
+	if Defer(ctx, s.Batch(), func(context.Context, admission.Attributes, []ShadowResult) {}) {
+		t.Error("a batch was deferred after the request's handler returned")
+	}
+}

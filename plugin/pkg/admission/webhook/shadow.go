@@ -42,7 +42,9 @@ import (
 // beyond a bound is not made, costs the request no copy, and is counted as dropped.
 const (
 	ShadowCallsPerWebhook = 64
-	ShadowBytesPerWebhook = 8 << 20
+	// ShadowBytesPerWebhook fits the largest call: an object and its old object at etcd's
+	// default request limit (1.5 MiB each), three times their JSON.
+	ShadowBytesPerWebhook = 32 << 20
 	// ShadowCopyFactor: a call's bytes are this many times its objects' JSON.
 	ShadowCopyFactor = 3
 	// shadowDefaultTimeout bounds a softened call of a webhook without timeoutSeconds.
@@ -67,7 +69,7 @@ const (
 	// ShadowAsync: the verdict of a webhook whose maxWait is 0s: the request never waits.
 	ShadowAsync = "async"
 	// ShadowRefused: the request was refused (by another plugin or webhook, or outside
-	// admission) before the verdict could be recorded on it; it did not wait.
+	// admission), or ended, before the verdict could be recorded on it; it did not wait.
 	ShadowRefused = "refused"
 	// ShadowDropped: the call was not made (its webhook's share was full, or the server was
 	// shutting down).
@@ -534,6 +536,10 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 		b.mu.Lock()
 	}
 	b.closed = true
+	if ctx.Err() != nil {
+		// The request is over (its deadline, its client gone): nothing is recorded on it.
+		b.refused = true
+	}
 	pending := b.pending
 	b.pending = nil
 	var results []ShadowResult
@@ -541,7 +547,7 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 	for i, p := range pending {
 		// A verdict past its own bound is not recorded, even when the request waited for
 		// another call: a webhook's record never depends on its neighbours'.
-		if p.until.IsZero() || !p.arrived.After(p.until) || b.shadows.awaitForTest {
+		if !b.refused && (p.until.IsZero() || !p.arrived.After(p.until) || b.shadows.awaitForTest) {
 			whats[i] = ShadowInTime
 			results = append(results, p.result)
 		} else {

@@ -143,6 +143,14 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	var shadows *webhook.ShadowBatch
 	// Deferred first, so it runs last: the wait for the shadows is not the webhooks' time.
 	defer func() {
+		if r := recover(); r != nil {
+			// A panic (upstream's dispatch does not recover one) refuses the request: its
+			// shadows are not waited for; the panic goes on to the server's handler.
+			if shadows != nil {
+				shadows.Refuse()
+			}
+			panic(r)
+		}
 		switch {
 		case shadows == nil:
 		case result != nil:
@@ -174,6 +182,11 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		// nothing.
 		configuration := accessor.GetConfigurationName()
 		mode := d.settings.Modes.Of(configuration, accessor.GetName())
+		if mode.Softens() && reinvocation.IsReinvoke() {
+			// A shadow's patch is never applied, so it is never reinvoked: its verdict is
+			// the first round's.
+			continue
+		}
 		softened := webhook.Softened{Name: accessor.GetName(), Configuration: configuration, Mode: mode,
 			AnnotationSuffix: fmt.Sprintf("round_%d_index_%d", round, i)}
 		batch := func() *webhook.ShadowBatch {

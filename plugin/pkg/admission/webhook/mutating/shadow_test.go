@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -26,39 +25,20 @@ import (
 // the verdict is late. Nothing is recorded after the plugin returned. (Here, the plugin alone,
 // it harvests at its own end; in a server, at the chain's: HarvestPoint.)
 func TestShadowWaitIsBounded(t *testing.T) {
-	for _, tc := range []struct {
-		name, maxWait, result string
-		recorded              bool
-	}{
-		{name: "unbounded: waited for and recorded", result: webhook.ShadowInTime, recorded: true},
-		{name: "maxWait 0s: not waited for, async", maxWait: ", maxWait: 0s", result: webhook.ShadowAsync},
-		{name: "maxWait 100ms: waited that long, late", maxWait: ", maxWait: 100ms", result: webhook.ShadowLate},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			enforcedCalled, release := make(chan struct{}), make(chan struct{})
-			var calledOnce, releaseOnce sync.Once
-			server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-				if r.URL.Path == "/shadow" {
-					if tc.recorded {
-						<-enforcedCalled
-					} else {
-						<-release
-					}
-					return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "not yet", Code: http.StatusForbidden}}
-				}
-				calledOnce.Do(func() { close(enforcedCalled) })
+	for _, tc := range webhooktest.WaitCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			server, release := webhooktest.StartWaitServer(t, tc, "/shadow", func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 				jsonPatch := admissionv1.PatchTypeJSONPatch
 				return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &jsonPatch, Patch: []byte(`[{"op":"add","path":"/metadata/annotations","value":{"enforced":"yes"}}]`)}
 			})
-			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 			hooks := []admissionregistrationv1.ValidatingWebhook{
 				webhooktest.ValidatingWebhook("shadow.example.com", server.ClientConfig("/shadow"), admissionregistrationv1.Fail),
 				webhooktest.ValidatingWebhook("enforced.example.com", server.ClientConfig("/enforced"), admissionregistrationv1.Fail),
 			}
 			thirty := int32(30)
 			hooks[0].TimeoutSeconds = &thirty
-			p := newInitialized(t, "timeBudget: {}\nenforcementModes:\n- {configuration: test-webhooks, webhook: shadow.example.com, modes: [Warn, Audit]"+tc.maxWait+"}\n", hooks)
-			labels := map[string]string{"name": "shadow.example.com", "type": "admit", "result": tc.result}
+			p := newInitialized(t, "timeBudget: {}\nenforcementModes:\n- {configuration: test-webhooks, webhook: shadow.example.com, modes: [Warn, Audit]"+tc.MaxWait+"}\n", hooks)
+			labels := map[string]string{"name": "shadow.example.com", "type": "admit", "result": tc.Result}
 			before := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", labels)
 			ctx, attr, recorder := webhooktest.Request(t)
 			err := p.(admission.MutationInterface).Admit(ctx, attr, webhooktesting.NewObjectInterfacesForTest())
@@ -69,16 +49,16 @@ func TestShadowWaitIsBounded(t *testing.T) {
 			if got := attr.GetObject().(metav1.Object).GetAnnotations()["enforced"]; got != "yes" {
 				t.Errorf("the enforced webhook's patch is missing: annotations %v", attr.GetObject().(metav1.Object).GetAnnotations())
 			}
-			releaseOnce.Do(func() { close(release) })
+			release()
 			p.(*Plugin).settings.Shadows.Wait()
 			if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", labels) - before; got != 1 {
-				t.Errorf("shadow_calls_total{result=%q} rose by %d, want 1", tc.result, got)
+				t.Errorf("shadow_calls_total{result=%q} rose by %d, want 1", tc.Result, got)
 			}
 			warned := slices.ContainsFunc(recorder.Warnings(), func(w string) bool {
 				return strings.HasPrefix(w, "shadow.example.com would deny this request (enforcement mode Warn+Audit): not yet")
 			})
-			if warned != tc.recorded {
-				t.Errorf("the verdict's warning recorded: %v, want %v (warnings %q)", warned, tc.recorded, recorder.Warnings())
+			if warned != tc.Recorded {
+				t.Errorf("the verdict's warning recorded: %v, want %v (warnings %q)", warned, tc.Recorded, recorder.Warnings())
 			}
 		})
 	}

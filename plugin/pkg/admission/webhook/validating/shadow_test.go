@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -24,38 +23,19 @@ import (
 // a maxWait shorter than the call, the verdict is counted as late. Neither is recorded after
 // the plugin returned.
 func TestSoftenedWaitIsBounded(t *testing.T) {
-	for _, tc := range []struct {
-		name, maxWait, result string
-		recorded              bool
-	}{
-		{name: "unbounded: waited for and recorded", result: webhook.ShadowInTime, recorded: true},
-		{name: "maxWait 0s: not waited for, async", maxWait: ", maxWait: 0s", result: webhook.ShadowAsync},
-		{name: "maxWait 100ms: waited that long, late", maxWait: ", maxWait: 100ms", result: webhook.ShadowLate},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			enforcedCalled, release := make(chan struct{}), make(chan struct{})
-			var calledOnce, releaseOnce sync.Once
-			server := webhooktest.StartReviewServer(t, func(r *http.Request, _ *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-				if r.URL.Path == "/softened" {
-					if tc.recorded {
-						<-enforcedCalled
-					} else {
-						<-release
-					}
-					return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "not yet", Code: http.StatusForbidden}}
-				}
-				calledOnce.Do(func() { close(enforcedCalled) })
+	for _, tc := range webhooktest.WaitCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			server, release := webhooktest.StartWaitServer(t, tc, "/softened", func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 				return &admissionv1.AdmissionResponse{Allowed: true}
 			})
-			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 			hooks := []admissionregistrationv1.ValidatingWebhook{
 				webhooktest.ValidatingWebhook("softened.example.com", server.ClientConfig("/softened"), admissionregistrationv1.Fail),
 				webhooktest.ValidatingWebhook("enforced.example.com", server.ClientConfig("/enforced"), admissionregistrationv1.Fail),
 			}
 			thirty := int32(30)
 			hooks[0].TimeoutSeconds = &thirty
-			p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: softened.example.com, modes: [Warn, Audit]"+tc.maxWait+"}\n", hooks)
-			labels := map[string]string{"name": "softened.example.com", "type": "validating", "result": tc.result}
+			p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: softened.example.com, modes: [Warn, Audit]"+tc.MaxWait+"}\n", hooks)
+			labels := map[string]string{"name": "softened.example.com", "type": "validating", "result": tc.Result}
 			before := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", labels)
 			ctx, attr, recorder := webhooktest.Request(t)
 			err := p.(admission.ValidationInterface).Validate(ctx, attr, webhooktesting.NewObjectInterfacesForTest())
@@ -63,16 +43,16 @@ func TestSoftenedWaitIsBounded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("want admitted: a softened webhook never fails a request; got %v", err)
 			}
-			releaseOnce.Do(func() { close(release) })
+			release()
 			p.(*Plugin).settings.Shadows.Wait()
 			if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", labels) - before; got != 1 {
-				t.Errorf("shadow_calls_total{result=%q} rose by %d, want 1", tc.result, got)
+				t.Errorf("shadow_calls_total{result=%q} rose by %d, want 1", tc.Result, got)
 			}
 			warned := slices.ContainsFunc(recorder.Warnings(), func(w string) bool {
 				return strings.HasPrefix(w, "softened.example.com would deny this request (enforcement mode Warn+Audit): not yet")
 			})
-			if warned != tc.recorded {
-				t.Errorf("the verdict's warning recorded: %v, want %v (warnings %q)", warned, tc.recorded, recorder.Warnings())
+			if warned != tc.Recorded {
+				t.Errorf("the verdict's warning recorded: %v, want %v (warnings %q)", warned, tc.Recorded, recorder.Warnings())
 			}
 		})
 	}
