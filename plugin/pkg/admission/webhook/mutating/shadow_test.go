@@ -240,3 +240,9 @@ func TestShadowDenialIsNoRejection(t *testing.T) {
 	}
 	webhooktest.CheckDenialNotRejected(t, before, webhooktest.SoftenedCountsOf(t, name))
 }
+
+// TestPreviewShowsUpstreamsRefusals: every refusal path of upstream's mutating dispatcher
+// (ours where the setting is ours) is a would_deny or would_fail in Audit, and nothing else is.
+func TestPreviewShowsUpstreamsRefusals(t *testing.T) {
+	webhooktest.RunRefusalCases(t, runner, false, func(p admission.Interface) *webhook.Shadows { return p.(*Plugin).settings.Shadows })
+}

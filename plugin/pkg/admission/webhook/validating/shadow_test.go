@@ -153,3 +153,9 @@ func TestSoftenedPanicFollowsThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewShowsUpstreamsRefusals: every refusal path of upstream's validating dispatcher
+// (ours where the setting is ours) is a would_deny or would_fail in Audit, and nothing else is.
+func TestPreviewShowsUpstreamsRefusals(t *testing.T) {
+	webhooktest.RunRefusalCases(t, runner, true, func(p admission.Interface) *webhook.Shadows { return p.(*Plugin).settings.Shadows })
+}

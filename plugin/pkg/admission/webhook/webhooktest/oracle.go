@@ -81,10 +81,13 @@ func Modes(t testing.TB, validating bool) []Mode {
 	}
 }
 
+// requestTimeout is the server's default timeout for writes.
+const requestTimeout = 34 * time.Second
+
 // RequestContext is a context as the server gives admission: a deadline (the default write
 // timeout) and a receipt time, so that a time budget is in force.
 func RequestContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(endpointsrequest.WithReceivedTimestamp(context.Background(), time.Now()), 34*time.Second)
+	ctx, cancel := context.WithTimeout(endpointsrequest.WithReceivedTimestamp(context.Background(), time.Now()), requestTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }

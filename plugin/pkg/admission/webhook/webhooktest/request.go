@@ -7,12 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	webhooktesting "k8s.io/apiserver/pkg/admission/plugin/webhook/testing"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 )
 
@@ -33,9 +35,34 @@ type Recorder struct {
 // the Recorder), its attributes (upstream's test Pod, recording annotations in the
 // Recorder), and the Recorder. Call Returned once the plugin has returned.
 func Request(t testing.TB) (context.Context, admission.Attributes, *Recorder) {
+	return RequestOf(t, RequestSpec{})
+}
+
+// RequestSpec says how a request differs from Request's.
+type RequestSpec struct {
+	// Timeout is the request's (0: RequestContext's).
+	Timeout time.Duration
+	// ReceivedAgo is how long before now the server received it.
+	ReceivedAgo time.Duration
+	DryRun      bool
+}
+
+// RequestOf is Request, as spec says.
+func RequestOf(t testing.TB, spec RequestSpec) (context.Context, admission.Attributes, *Recorder) {
 	r := &Recorder{t: t, annotations: map[string]string{}}
-	ctx := warning.WithWarningRecorder(RequestContext(t), r)
-	return ctx, recordingAttributes{Attributes: webhooktesting.NewAttribute(Namespace, nil, false), r: r}, r
+	ctx := RequestContext(t)
+	if spec.Timeout > 0 || spec.ReceivedAgo > 0 {
+		received := time.Now().Add(-spec.ReceivedAgo)
+		timeout := spec.Timeout
+		if timeout == 0 {
+			timeout = requestTimeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(endpointsrequest.WithReceivedTimestamp(context.Background(), received), received.Add(timeout))
+		t.Cleanup(cancel)
+	}
+	ctx = warning.WithWarningRecorder(ctx, r)
+	return ctx, recordingAttributes{Attributes: webhooktesting.NewAttribute(Namespace, nil, spec.DryRun), r: r}, r
 }
 
 // Returned marks the plugin as returned.

@@ -60,11 +60,16 @@ func startReviewServer(t testing.TB, respond Respond, clientCert bool) *ReviewSe
 	}
 	server.StartTLS()
 	t.Cleanup(server.Close)
-	u, err := url.ParseRequestURI(server.URL)
+	return &ReviewServer{URL: mustParse(t, server.URL)}
+}
+
+func mustParse(t testing.TB, raw string) *url.URL {
+	t.Helper()
+	u, err := url.ParseRequestURI(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ReviewServer{URL: u}
+	return u
 }
 
 // ClientConfig calls the server at path.
