@@ -215,7 +215,7 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 			return err
 		}
 		run := ShadowRun{With: with, Without: without}
-		if run.Calls, err = shadowCallsSince(ctx, server.client, shadowWebhook, before); err != nil {
+		if run.Calls, err = endedShadowCalls(ctx, server.client, shadowWebhook, before, opts.DeadCreates, opts.SlowHold); err != nil {
 			return err
 		}
 		result.Shadow = append(result.Shadow, run)
@@ -352,6 +352,28 @@ func shadowCallsSince(ctx context.Context, client kubernetes.Interface, webhook 
 		after[result] -= v
 	}
 	return after, nil
+}
+
+// endedShadowCalls is shadowCallsSince once the calls of at least creates creates have
+// ended (each is counted when it ends: a call holding hold is counted that much after its
+// create), waiting at most hold and a margin for them.
+func endedShadowCalls(ctx context.Context, client kubernetes.Interface, webhook string, before map[string]float64, creates int, hold time.Duration) (map[string]float64, error) {
+	var calls map[string]float64
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, hold+policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if calls, err = shadowCallsSince(ctx, client, webhook, before); err != nil {
+			return false, err
+		}
+		var ended float64
+		for _, v := range calls {
+			ended += v
+		}
+		return ended >= float64(creates), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the shadow's calls of %d creates ending within %s: %w", creates, hold+policyApplyTimeout, err)
+	}
+	return calls, nil
 }
 
 // measureOverhead runs each configuration on both servers, repetition by repetition, the

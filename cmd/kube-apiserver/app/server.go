@@ -29,6 +29,7 @@ import (
 	"github.com/portcullis-k8s/portcullis/pkg/admission/trace"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
+	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/validating"
 )
 
 // The description stock kube-apiserver prints in --help; kept word for word so the
@@ -107,10 +108,13 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			}
 			s.Admission.GenericAdmission.Decorators = append(decorators, s.Admission.GenericAdmission.Decorators...)
 			var harvest *webhook.HarvestPoint
-			if m := portcullis.MutatingDispatch; m != nil && len(m.Modes) > 0 &&
-				slices.Contains(portcullisadmission.EnabledPlugins(s.Admission), mutating.PluginName) {
-				// Mutating shadows are harvested at the end of the chain; last, so that the
-				// wait is no plugin's latency.
+			enabled := portcullisadmission.EnabledPlugins(s.Admission)
+			softens := func(d *webhook.Configuration, plugin string) bool {
+				return d != nil && len(d.Modes) > 0 && slices.Contains(enabled, plugin)
+			}
+			if softens(portcullis.MutatingDispatch, mutating.PluginName) || softens(portcullis.ValidatingDispatch, validating.PluginName) {
+				// Mutating shadows are harvested at the end of the chain, where an admission
+				// run ends; last, so that the wait is no plugin's latency.
 				harvest = &webhook.HarvestPoint{}
 				s.Admission.GenericAdmission.Decorators = append(s.Admission.GenericAdmission.Decorators, harvest)
 			}

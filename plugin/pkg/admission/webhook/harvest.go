@@ -22,6 +22,12 @@ type deferredShadows struct {
 	// ended: the request's handler returned; nothing is deferred any more.
 	ended   bool
 	batches []deferredBatch
+	// waitedThisRun: a harvest of the admission run under way waited for verdicts;
+	// waitedBefore: one of an earlier run did. A request runs admission more than once
+	// under one deadline (a DeleteCollection once per object, an update again after a
+	// conflict): it waits in one run only, so that waiting never takes the time of a later
+	// run's enforced webhooks.
+	waitedThisRun, waitedBefore bool
 }
 
 type deferredBatch struct {
@@ -30,9 +36,10 @@ type deferredBatch struct {
 }
 
 // WithDeferredShadows gives every request handler serves a place for the shadow batches its
-// mutating phase leaves to the harvest point. The command puts it innermost in the server's
-// handler chain when a mutating webhook is softened (with HarvestPoint among the admission
-// decorators); without it the mutating dispatch harvests its shadows itself.
+// mutating phase leaves to the harvest point, and for what its admission runs waited. The
+// command puts it innermost in the server's handler chain when a webhook is softened (with
+// HarvestPoint among the admission decorators); without it the mutating dispatch harvests
+// its shadows itself.
 func WithDeferredShadows(handler http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := context.WithValue(req.Context(), deferredKey{}, &deferredShadows{})
@@ -64,6 +71,45 @@ func Defer(ctx context.Context, batch *ShadowBatch, record func(ctx context.Cont
 	}
 	d.batches = append(d.batches, deferredBatch{batch: batch, record: record})
 	return true
+}
+
+// waitedInEarlierRun says ctx's request waited for softened verdicts in an admission run
+// before this one.
+func waitedInEarlierRun(ctx context.Context) bool {
+	d := deferredFrom(ctx)
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waitedBefore
+}
+
+// markWaited records that ctx's request waited for softened verdicts in this admission run.
+func markWaited(ctx context.Context) {
+	if d := deferredFrom(ctx); d != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.waitedThisRun = true
+	}
+}
+
+// endRun ends ctx's request's admission run (at the harvest point).
+func endRun(ctx context.Context) {
+	if d := deferredFrom(ctx); d != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.waitedBefore = d.waitedBefore || d.waitedThisRun
+		d.waitedThisRun = false
+	}
+}
+
+// RefuseUnharvested refuses the batches ctx's request left to the harvest point in an earlier
+// admission run that never reached it (an update whose first try met a conflict after its
+// mutating phase): the mutating dispatch calls it as a run begins, so a discarded try's
+// verdicts are never recorded beside the try that is kept.
+func RefuseUnharvested(ctx context.Context) {
+	refuseDeferred(ctx, false)
 }
 
 // takeDeferred takes the batches left in ctx's request; ended says no more are deferred.
@@ -178,6 +224,9 @@ func (s *harvestStep) validate(ctx context.Context, a admission.Attributes, o ad
 		refuseDeferred(ctx, false)
 	case s.last():
 		harvestDeferred(ctx, a)
+	}
+	if s.last() {
+		endRun(ctx)
 	}
 	return err
 }

@@ -3,7 +3,9 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,8 +23,9 @@ type shadowingMutator struct {
 
 func (m *shadowingMutator) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	b := m.shadows.Batch()
-	b.Submit(ShadowCall{Softened: Softened{Name: "shadow.example.com", Mode: softenedAudit()}, Do: func(context.Context) ShadowVerdict {
-		<-m.release
+	release := m.release
+	b.Submit(ShadowCall{Softened: Softened{Name: "shadow.example.com", Mode: softenedAudit()}, Timeout: 2 * time.Second, Do: func(context.Context) ShadowVerdict {
+		<-release
 		return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: "no"}
 	}})
 	record := func(_ context.Context, _ admission.Attributes, results []ShadowResult) { m.recorded <- results }
@@ -106,6 +109,50 @@ func TestHarvestPointIsTheChainsEnd(t *testing.T) {
 		if want := 1; len(results) != want {
 			t.Errorf("refuse %v: %d verdicts recorded on the request, want %d", refuse, len(results), want)
 		}
+	}
+}
+
+// TestRequestWaitsInOneAdmissionRun: a request that runs admission twice under one deadline
+// (a DeleteCollection's second object) waits for its shadows in the first run only: the
+// second run's verdict, which can come only once its chain has returned, is not waited for
+// and is counted async, not late.
+func TestRequestWaitsInOneAdmissionRun(t *testing.T) {
+	s := testShadows(t, 4, 1<<20)
+	mutator := &shadowingMutator{Handler: admission.NewHandler(admission.Delete), shadows: s, recorded: make(chan []ShadowResult, 2)}
+	validator := &releasingValidator{Handler: admission.NewHandler(admission.Delete)}
+	point := &HarvestPoint{}
+	chain := admission.NewChainHandler(point.Decorate(mutator, "Shadowing"), point.Decorate(validator, "Releasing"))
+	ctx := context.WithValue(context.Background(), deferredKey{}, &deferredShadows{})
+	var releases []chan struct{}
+	for run := range 2 {
+		a := admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "ns", fmt.Sprintf("p%d", run),
+			schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", admission.Delete, &metav1.DeleteOptions{}, false, nil)
+		release := make(chan struct{})
+		releases = append(releases, release)
+		mutator.release, validator.release = release, release
+		if run == 1 {
+			// The validator releases nothing: the shadow answers after the chain returned.
+			validator.release = make(chan struct{})
+		}
+		if err := chain.Admit(ctx, a, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := chain.Validate(ctx, a, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(releases[1])
+	s.Wait()
+	for _, want := range []struct {
+		result string
+		count  float64
+	}{{ShadowInTime, 1}, {ShadowAsync, 1}, {ShadowLate, 0}} {
+		if got := shadowCount(t, s, "shadow.example.com", want.result); got != want.count {
+			t.Errorf("verdicts counted %s: %v, want %v", want.result, got, want.count)
+		}
+	}
+	if first, second := <-mutator.recorded, <-mutator.recorded; len(first) != 1 || len(second) != 0 {
+		t.Errorf("verdicts recorded: %d in the first run, %d in the second; want 1 and 0", len(first), len(second))
 	}
 }
 

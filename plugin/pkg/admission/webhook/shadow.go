@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
@@ -41,7 +42,10 @@ import (
 // place would cost its request the wait. Room is taken before anything is copied: a call
 // beyond a bound is not made, costs the request no copy, and is counted as dropped.
 const (
-	ShadowCallsPerWebhook = 64
+	// ShadowCallsPerWebhook: a request waits for its calls, so calls under way are about the
+	// webhook's rate times its latency (1,024: 5,120 matching requests a second at 200 ms,
+	// 1,024 at 1 s); each costs a goroutine and its copies, which the byte bound caps.
+	ShadowCallsPerWebhook = 1024
 	// ShadowBytesPerWebhook fits the largest call: an object and its old object at etcd's
 	// default request limit (1.5 MiB each), three times their JSON.
 	ShadowBytesPerWebhook = 32 << 20
@@ -128,6 +132,9 @@ type ShadowCall struct {
 	// FailOpenOnPanic: a panic during the call is failed open, as upstream's validating
 	// dispatcher fails it open under failurePolicy Ignore; otherwise it is a would_fail.
 	FailOpenOnPanic bool
+	// Ignore: the webhook's failurePolicy is Ignore, so a call that cannot be made (its
+	// object cannot be encoded) fails open, as enforced.
+	Ignore bool
 	// Do makes the call with ctx and the attributes' copy, and classifies it. It must not
 	// touch the request.
 	Do func(ctx context.Context) ShadowVerdict
@@ -186,7 +193,7 @@ func (s *Shadows) Wait() { s.wg.Wait() }
 
 // Batch starts the softened calls of one dispatch.
 func (s *Shadows) Batch() *ShadowBatch {
-	return &ShadowBatch{shadows: s, changed: make(chan struct{}), waits: map[int]time.Time{}}
+	return &ShadowBatch{shadows: s, changed: make(chan struct{}), waits: map[int]time.Time{}, started: time.Now()}
 }
 
 // ShadowBatch gathers the results of one dispatch's softened calls until it is harvested
@@ -205,6 +212,11 @@ type ShadowBatch struct {
 	closed bool
 	// refused: closed because the request was refused.
 	refused bool
+	// noWait: harvested without waiting, the request having waited in an earlier
+	// admission run; verdicts not in are counted as async.
+	noWait bool
+	// started is when the dispatch began (its first call).
+	started time.Time
 }
 
 // pendingResult is a verdict in, with the time until which its request waited for it (zero:
@@ -255,8 +267,13 @@ func (b *ShadowBatch) SubmitCopy(c ShadowCall, attr *admission.VersionedAttribut
 	objJSON, oldJSON, err := objectsJSON(attr, encoded)
 	if err != nil {
 		s.release(share)
-		// Enforced, the call could not be made either: the request would be refused.
-		b.Settle(c.Softened, c.Index, ShadowVerdict{Outcome: OutcomeWouldFail, Reason: fmt.Errorf("encoding the object for the webhook: %w", err)})
+		// Enforced, the call could not be made either: a failed call, refused under Fail.
+		reason := fmt.Errorf("encoding the object for the webhook: %w", err)
+		verdict := ShadowVerdict{Outcome: OutcomeWouldFail, Reason: reason}
+		if c.Ignore {
+			verdict = ShadowVerdict{FailedOpen: true, Reason: reason}
+		}
+		b.Settle(c.Softened, c.Index, c.MaxWait, verdict)
 		return
 	}
 	c.Size = ShadowCopyFactor * int64(len(objJSON)+len(oldJSON))
@@ -272,9 +289,9 @@ func (b *ShadowBatch) SubmitCopy(c ShadowCall, attr *admission.VersionedAttribut
 
 // Settle records a softened webhook's verdict found on the request path, without a call (its
 // matching failed, its copy could not be made), as a call's verdict is recorded: delivered
-// to the batch, counted and logged.
-func (b *ShadowBatch) Settle(softened Softened, index int, v ShadowVerdict) {
-	b.shadows.finish(b, -1, pendingResult{result: ShadowResult{Softened: softened, Verdict: v, Index: index}})
+// to the batch, counted and logged. With maxWait 0s it is not recorded on the request either.
+func (b *ShadowBatch) Settle(softened Softened, index int, maxWait *time.Duration, v ShadowVerdict) {
+	b.shadows.finish(b, -1, pendingResult{result: ShadowResult{Softened: softened, Verdict: v, Index: index}, maxWait: maxWait})
 }
 
 func (s Softened) key() HookKey { return HookKey{Configuration: s.Configuration, Webhook: s.Name} }
@@ -490,11 +507,14 @@ func (b *ShadowBatch) unrecorded(p pendingResult) string {
 	switch {
 	case b.refused:
 		return ShadowRefused
-	case p.maxWait != nil && *p.maxWait == 0:
+	case p.async() || b.noWait:
 		return ShadowAsync
 	}
 	return ShadowLate
 }
+
+// async: the request never waits for the verdict (maxWait 0s).
+func (p pendingResult) async() bool { return p.maxWait != nil && *p.maxWait == 0 }
 
 // Harvest waits for the batch's calls, each at most until its bound (see waitUntil) and
 // while ctx lasts, then closes the batch and returns the verdicts that came within their
@@ -506,8 +526,12 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 			timer.Stop()
 		}
 	}()
+	harvested := time.Now()
 	b.mu.Lock()
-	for len(b.waits) > 0 && ctx.Err() == nil {
+	// A request waits in one admission run only (see waitedInEarlierRun).
+	b.noWait = waitedInEarlierRun(ctx)
+	waited := len(b.waits) > 0 && !b.noWait
+	for len(b.waits) > 0 && ctx.Err() == nil && !b.noWait {
 		var until time.Time
 		for _, u := range b.waits {
 			if u.After(until) {
@@ -547,7 +571,7 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 	for i, p := range pending {
 		// A verdict past its own bound is not recorded, even when the request waited for
 		// another call: a webhook's record never depends on its neighbours'.
-		if !b.refused && (p.until.IsZero() || !p.arrived.After(p.until) || b.shadows.awaitForTest) {
+		if !b.refused && !p.async() && (p.until.IsZero() || !p.arrived.After(p.until) || b.shadows.awaitForTest) {
 			whats[i] = ShadowInTime
 			results = append(results, p.result)
 		} else {
@@ -557,6 +581,10 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 	b.mu.Unlock()
 	for i, p := range pending {
 		b.shadows.account(p.result, whats[i])
+	}
+	if waited {
+		b.shadows.trackWait(ctx, b.started, harvested)
+		markWaited(ctx)
 	}
 	// Few results: insertion sort keeps the chain's order.
 	for i := 1; i < len(results); i++ {
@@ -732,4 +760,24 @@ func Classify(name string, err error, ignore bool) ShadowVerdict {
 		return ShadowVerdict{Outcome: OutcomeWouldDeny, Message: msg}
 	}
 	return ShadowVerdict{Outcome: OutcomeWouldFail, Reason: err}
+}
+
+// mutatingStep is the step type of the mutating plugin's pool.
+const mutatingStep = "admit"
+
+// trackWait adds the request's wait for its softened verdicts to upstream's webhook latency
+// trackers, where the calls' own time would be enforced, so that the server's SLI latency
+// leaves it out as it leaves out an enforced webhook's: a mutating wait (at the chain's end)
+// is added to the mutating webhooks' sum; a validating dispatch, whose calls run in parallel,
+// took from its start to the harvest's end.
+func (s *Shadows) trackWait(ctx context.Context, dispatchStarted, harvested time.Time) {
+	trackers, ok := endpointsrequest.LatencyTrackersFrom(ctx)
+	if !ok {
+		return
+	}
+	if s.step == mutatingStep {
+		trackers.MutatingWebhookTracker.TrackDuration(time.Since(harvested))
+		return
+	}
+	trackers.ValidatingWebhookTracker.TrackDuration(time.Since(dispatchStarted))
 }

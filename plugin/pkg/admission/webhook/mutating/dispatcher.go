@@ -135,6 +135,10 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	round := 0
 	if reinvocation.IsReinvoke() {
 		round = 1
+	} else {
+		// A new admission run: shadows an earlier, discarded run left unharvested are
+		// refused, not recorded beside this run's.
+		webhook.RefuseUnharvested(ctx)
 	}
 	encoded := &webhook.EncodedObjects{}
 	v := &versionedAttributes{attr: attr, o: o, encoded: encoded}
@@ -203,7 +207,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 		invocation, statusErr := d.plugin.ShouldCallHook(ctx, accessor, attrForCheck, o, versions)
 		if statusErr != nil {
 			if mode.Softens() {
-				batch().Settle(softened, i, unmatched(statusErr))
+				batch().Settle(softened, i, d.settings.MaxWait(configuration, softened.Name), unmatched(statusErr))
 				continue
 			}
 			return statusErr
@@ -225,7 +229,7 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			// Wrapped again, as stock's dispatcher wraps its accessor's error.
 			err = apierrors.NewInternalError(err)
 			if mode.Softens() {
-				batch().Settle(softened, i, unmatched(err))
+				batch().Settle(softened, i, d.settings.MaxWait(configuration, softened.Name), unmatched(err))
 				continue
 			}
 			return err
@@ -366,7 +370,8 @@ func (d *dispatcher) submitShadow(ctx context.Context, batch *webhook.ShadowBatc
 	// recover it.
 	deadline, _ := ctx.Deadline()
 	call := webhook.ShadowCall{Softened: softened, Index: index, Timeout: webhook.OwnTimeout(h.TimeoutSeconds), Deadline: deadline,
-		WaitEnd: d.settings.Budget.WaitEnd(ctx), MaxWait: d.settings.MaxWait(softened.Configuration, softened.Name)}
+		WaitEnd: d.settings.Budget.WaitEnd(ctx), MaxWait: d.settings.MaxWait(softened.Configuration, softened.Name),
+		Ignore: webhook.Policy(h.FailurePolicy) == string(admissionregistrationv1.Ignore)}
 	// What the request's time budget would give the call here, enforced; the call is not
 	// charged to it.
 	fit := budget.FitAt(time.Now(), webhook.OwnTimeout(h.TimeoutSeconds))

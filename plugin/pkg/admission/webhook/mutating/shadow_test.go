@@ -1,8 +1,10 @@
 package mutating
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -245,4 +247,60 @@ func TestShadowDenialIsNoRejection(t *testing.T) {
 // (ours where the setting is ours) is a would_deny or would_fail in Audit, and nothing else is.
 func TestPreviewShowsUpstreamsRefusals(t *testing.T) {
 	webhooktest.RunRefusalCases(t, runner, false, func(p admission.Interface) *webhook.Shadows { return p.(*Plugin).settings.Shadows })
+}
+
+// admitAll is a validating plugin that admits everything: the chain's last.
+type admitAll struct{ *admission.Handler }
+
+func (admitAll) Validate(context.Context, admission.Attributes, admission.ObjectInterfaces) error {
+	return nil
+}
+
+// TestDiscardedTryIsNotRecorded: an update whose first try met a conflict after its mutating
+// phase (a stale cached object) is tried again by the server, in the same request: the first
+// try's shadow verdict, never harvested, is counted refused when the second try begins, and
+// only the second try's is recorded on the request.
+func TestDiscardedTryIsNotRecorded(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "no", Code: http.StatusForbidden}}
+	})
+	const name = "retried.mutating.example.com"
+	hooks := []admissionregistrationv1.ValidatingWebhook{webhooktest.ValidatingWebhook(name, server.ClientConfig("/deny"), admissionregistrationv1.Fail)}
+	p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: "+name+", modes: [Audit]}\n", hooks)
+	point := &webhook.HarvestPoint{}
+	chain := admission.NewChainHandler(point.Decorate(p, PluginName), point.Decorate(admitAll{admission.NewHandler(admission.Create)}, "AdmitAll"))
+	counted := func(result string) uint64 {
+		return webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", map[string]string{"name": name, "result": result})
+	}
+	refused, inTime := counted(webhook.ShadowRefused), counted(webhook.ShadowInTime)
+	var recorders []*webhooktest.Recorder
+	webhook.WithDeferredShadows(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		for try := range 2 {
+			ctx, attr, recorder := webhooktest.RequestOf(t, webhooktest.RequestSpec{Parent: r.Context()})
+			recorders = append(recorders, recorder)
+			if err := chain.Admit(ctx, attr, webhooktesting.NewObjectInterfacesForTest()); err != nil {
+				t.Fatalf("try %d: %v", try, err)
+			}
+			if try == 0 {
+				// The conflict: the try ends between the phases.
+				continue
+			}
+			if err := chain.Validate(ctx, attr, webhooktesting.NewObjectInterfacesForTest()); err != nil {
+				t.Fatalf("try %d: %v", try, err)
+			}
+		}
+	})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/", nil))
+	p.(*Plugin).settings.Shadows.Wait()
+	if got := counted(webhook.ShadowRefused) - refused; got != 1 {
+		t.Errorf("verdicts counted refused: %d, want 1 (the discarded try's)", got)
+	}
+	if got := counted(webhook.ShadowInTime) - inTime; got != 1 {
+		t.Errorf("verdicts counted in_time: %d, want 1 (the kept try's)", got)
+	}
+	for try, recorder := range recorders {
+		_, recorded := recorder.Annotations()[webhook.WouldDenyMutatingPrefix+"round_0_index_0"]
+		if recorded != (try == 1) {
+			t.Errorf("try %d: verdict recorded on it: %v, want %v", try, recorded, try == 1)
+		}
+	}
 }

@@ -133,8 +133,15 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded, budget, waitEnd)
 		}
 		// Once the enforced calls have returned: the wait for the softened ones overlaps
-		// theirs. A refused request does not wait.
-		defer func() { d.recordSoftened(ctx, attr, batch, result != nil) }()
+		// theirs. A refused request does not wait, nor does a panicking dispatch (the
+		// panic goes on to the server's handler).
+		defer func() {
+			if r := recover(); r != nil {
+				batch.Refuse()
+				panic(r)
+			}
+			d.recordSoftened(ctx, attr, batch, result != nil)
+		}()
 	}
 	if len(invocations) == 0 {
 		return nil
@@ -184,7 +191,7 @@ type unmatchedHook struct {
 func (d *dispatcher) settleUnmatched(batch *webhook.ShadowBatch, u unmatchedHook) {
 	name, configuration := u.hook.GetName(), u.hook.GetConfigurationName()
 	batch.Settle(webhook.Softened{Name: name, Configuration: configuration, Mode: d.settings.Modes.Of(configuration, name),
-		AnnotationSuffix: fmt.Sprintf("round_0_index_%d", u.index)}, u.index,
+		AnnotationSuffix: fmt.Sprintf("round_0_index_%d", u.index)}, u.index, d.settings.MaxWait(configuration, name),
 		webhook.ShadowVerdict{Outcome: webhook.OutcomeWouldFail, Reason: fmt.Errorf("matching the request: %w", u.err)})
 }
 
@@ -206,7 +213,7 @@ func (d *dispatcher) submitSoftened(ctx context.Context, batch *webhook.ShadowBa
 		Index: index, Timeout: webhook.OwnTimeout(hook.TimeoutSeconds), Deadline: deadline,
 		WaitEnd: waitEnd, MaxWait: d.settings.MaxWait(configuration, hook.Name),
 		// As upstream's validating dispatcher: a panic fails open under Ignore.
-		FailOpenOnPanic: ignore,
+		FailOpenOnPanic: ignore, Ignore: ignore,
 	}
 	// What the request's time budget would give the call here, enforced; the call is not
 	// charged to it.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	webhooktesting "k8s.io/apiserver/pkg/admission/plugin/webhook/testing"
+	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/webhooktest"
@@ -158,4 +160,59 @@ func TestSoftenedPanicFollowsThePolicy(t *testing.T) {
 // (ours where the setting is ours) is a would_deny or would_fail in Audit, and nothing else is.
 func TestPreviewShowsUpstreamsRefusals(t *testing.T) {
 	webhooktest.RunRefusalCases(t, runner, true, func(p admission.Interface) *webhook.Shadows { return p.(*Plugin).settings.Shadows })
+}
+
+// TestSoftenedWaitIsWebhookLatency: the request's wait for a softened webhook is tracked as
+// the validating webhooks' latency, as the call's time is once enforced, so the server's SLI
+// latency (which subtracts it) does not grow by it.
+func TestSoftenedWaitIsWebhookLatency(t *testing.T) {
+	const answerAfter = 200 * time.Millisecond
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		time.Sleep(answerAfter) // the webhook's own latency
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	hooks := []admissionregistrationv1.ValidatingWebhook{webhooktest.ValidatingWebhook("tracked.example.com", server.ClientConfig("/allow"), admissionregistrationv1.Fail)}
+	p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: tracked.example.com, modes: [Warn]}\n", hooks)
+	ctx, attr, recorder := webhooktest.Request(t)
+	ctx = endpointsrequest.WithLatencyTrackers(ctx)
+	err := p.(admission.ValidationInterface).Validate(ctx, attr, webhooktesting.NewObjectInterfacesForTest())
+	recorder.Returned()
+	p.(*Plugin).settings.Shadows.Wait()
+	if err != nil {
+		t.Fatalf("want admitted, got %v", err)
+	}
+	trackers, _ := endpointsrequest.LatencyTrackersFrom(ctx)
+	if got := trackers.ValidatingWebhookTracker.GetLatency(); got < answerAfter {
+		t.Errorf("validating webhook latency tracked %v, want at least the wait for the softened call, %v", got, answerAfter)
+	}
+}
+
+// TestSoftenedMatchingErrorWithMaxWait0sIsNotRecorded: with maxWait 0s a softened webhook's
+// verdicts are in the metric and the log only, its failed matching's too (counted async).
+func TestSoftenedMatchingErrorWithMaxWait0sIsNotRecorded(t *testing.T) {
+	server := webhooktest.StartReviewServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	})
+	const name = "match-error-async.example.com"
+	hook := webhooktest.ValidatingWebhook(name, server.ClientConfig("/allow"), admissionregistrationv1.Fail)
+	hook.MatchConditions = failingMatch
+	p := newInitialized(t, "enforcementModes:\n- {configuration: test-webhooks, webhook: "+name+", modes: [Warn, Audit], maxWait: 0s}\n",
+		[]admissionregistrationv1.ValidatingWebhook{hook})
+	wouldFail := map[string]string{"name": name, "outcome": webhook.OutcomeWouldFail}
+	async := map[string]string{"name": name, "result": webhook.ShadowAsync}
+	beforeFail, beforeAsync := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldFail), webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", async)
+	err, recorded := validate(t, p)
+	p.(*Plugin).settings.Shadows.Wait()
+	if err != nil {
+		t.Fatalf("want admitted, got %v", err)
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_would_deny_total", wouldFail) - beforeFail; got != 1 {
+		t.Errorf("would_fail count rose by %d, want 1", got)
+	}
+	if got := webhooktest.SampleCount(t, "portcullis_admission_webhook_shadow_calls_total", async) - beforeAsync; got != 1 {
+		t.Errorf("shadow_calls_total{result=async} rose by %d, want 1", got)
+	}
+	if len(recorded.Warnings()) != 0 || len(recorded.Annotations()) != 0 {
+		t.Errorf("recorded on the request: warnings %q, annotations %v; want none", recorded.Warnings(), recorded.Annotations())
+	}
 }

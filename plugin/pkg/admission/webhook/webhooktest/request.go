@@ -45,22 +45,24 @@ type RequestSpec struct {
 	// ReceivedAgo is how long before now the server received it.
 	ReceivedAgo time.Duration
 	DryRun      bool
+	// Parent is the context the request's derives from (nil: the background).
+	Parent context.Context
 }
 
 // RequestOf is Request, as spec says.
 func RequestOf(t testing.TB, spec RequestSpec) (context.Context, admission.Attributes, *Recorder) {
 	r := &Recorder{t: t, annotations: map[string]string{}}
-	ctx := RequestContext(t)
-	if spec.Timeout > 0 || spec.ReceivedAgo > 0 {
-		received := time.Now().Add(-spec.ReceivedAgo)
-		timeout := spec.Timeout
-		if timeout == 0 {
-			timeout = requestTimeout
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(endpointsrequest.WithReceivedTimestamp(context.Background(), received), received.Add(timeout))
-		t.Cleanup(cancel)
+	parent := spec.Parent
+	if parent == nil {
+		parent = context.Background()
 	}
+	received := time.Now().Add(-spec.ReceivedAgo)
+	timeout := spec.Timeout
+	if timeout == 0 {
+		timeout = requestTimeout
+	}
+	ctx, cancel := context.WithDeadline(endpointsrequest.WithReceivedTimestamp(parent, received), received.Add(timeout))
+	t.Cleanup(cancel)
 	ctx = warning.WithWarningRecorder(ctx, r)
 	return ctx, recordingAttributes{Attributes: webhooktesting.NewAttribute(Namespace, nil, spec.DryRun), r: r}, r
 }
