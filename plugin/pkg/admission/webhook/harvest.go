@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apiserver/pkg/admission"
+	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // deferredKey is where a request's context holds its deferredShadows. Upstream makes a new
@@ -23,10 +24,11 @@ type deferredShadows struct {
 	ended   bool
 	batches []deferredBatch
 	// waitedThisRun: a harvest of the admission run under way waited for verdicts;
-	// waitedBefore: one of an earlier run did. A request runs admission more than once
-	// under one deadline (a DeleteCollection once per object, an update again after a
-	// conflict): it waits in one run only, so that waiting never takes the time of a later
-	// run's enforced webhooks.
+	// waitedBefore: one of an earlier run did. A DeleteCollection runs admission once per
+	// object under one deadline: it waits in one run only, so that waiting never takes the
+	// time of a later object's enforced webhooks. A request tried again (an update after a
+	// conflict, a create after a generated name's clash) waits in each try, as stock calls
+	// its enforced webhooks again in each.
 	waitedThisRun, waitedBefore bool
 }
 
@@ -73,11 +75,14 @@ func Defer(ctx context.Context, batch *ShadowBatch, record func(ctx context.Cont
 	return true
 }
 
-// waitedInEarlierRun says ctx's request waited for softened verdicts in an admission run
-// before this one.
+// waitedInEarlierRun says ctx's request is a DeleteCollection that waited for softened
+// verdicts in an admission run before this one.
 func waitedInEarlierRun(ctx context.Context) bool {
 	d := deferredFrom(ctx)
 	if d == nil {
+		return false
+	}
+	if info, ok := endpointsrequest.RequestInfoFrom(ctx); !ok || info.Verb != "deletecollection" {
 		return false
 	}
 	d.mu.Lock()
@@ -105,9 +110,9 @@ func endRun(ctx context.Context) {
 }
 
 // RefuseUnharvested refuses the batches ctx's request left to the harvest point in an earlier
-// admission run that never reached it (an update whose first try met a conflict after its
-// mutating phase): the mutating dispatch calls it as a run begins, so a discarded try's
-// verdicts are never recorded beside the try that is kept.
+// admission run that never reached it (an update whose first try met a conflict between its
+// phases): the mutating dispatch calls it as a run begins, so that a try discarded before its
+// harvest is counted refused rather than harvested with the next try's.
 func RefuseUnharvested(ctx context.Context) {
 	refuseDeferred(ctx, false)
 }

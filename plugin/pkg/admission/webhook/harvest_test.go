@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // shadowingMutator submits one call, which answers only once release is closed, and defers
@@ -112,47 +113,65 @@ func TestHarvestPointIsTheChainsEnd(t *testing.T) {
 	}
 }
 
-// TestRequestWaitsInOneAdmissionRun: a request that runs admission twice under one deadline
-// (a DeleteCollection's second object) waits for its shadows in the first run only: the
-// second run's verdict, which can come only once its chain has returned, is not waited for
-// and is counted async, not late.
-func TestRequestWaitsInOneAdmissionRun(t *testing.T) {
-	s := testShadows(t, 4, 1<<20)
-	mutator := &shadowingMutator{Handler: admission.NewHandler(admission.Delete), shadows: s, recorded: make(chan []ShadowResult, 2)}
-	validator := &releasingValidator{Handler: admission.NewHandler(admission.Delete)}
-	point := &HarvestPoint{}
-	chain := admission.NewChainHandler(point.Decorate(mutator, "Shadowing"), point.Decorate(validator, "Releasing"))
-	ctx := context.WithValue(context.Background(), deferredKey{}, &deferredShadows{})
-	var releases []chan struct{}
-	for run := range 2 {
-		a := admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "ns", fmt.Sprintf("p%d", run),
-			schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", admission.Delete, &metav1.DeleteOptions{}, false, nil)
-		release := make(chan struct{})
-		releases = append(releases, release)
-		mutator.release, validator.release = release, release
-		if run == 1 {
-			// The validator releases nothing: the shadow answers after the chain returned.
-			validator.release = make(chan struct{})
-		}
-		if err := chain.Admit(ctx, a, nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := chain.Validate(ctx, a, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(releases[1])
-	s.Wait()
-	for _, want := range []struct {
-		result string
-		count  float64
-	}{{ShadowInTime, 1}, {ShadowAsync, 1}, {ShadowLate, 0}} {
-		if got := shadowCount(t, s, "shadow.example.com", want.result); got != want.count {
-			t.Errorf("verdicts counted %s: %v, want %v", want.result, got, want.count)
-		}
-	}
-	if first, second := <-mutator.recorded, <-mutator.recorded; len(first) != 1 || len(second) != 0 {
-		t.Errorf("verdicts recorded: %d in the first run, %d in the second; want 1 and 0", len(first), len(second))
+// TestDeleteCollectionWaitsInOneAdmissionRun: a DeleteCollection runs admission once per
+// object under one deadline, and waits for its shadows in the first run only: the second
+// run's verdict, which can come only once its chain has returned, is not waited for and is
+// counted async, not late. A request tried again (an update after a conflict) waits in each
+// try, as stock calls its enforced webhooks in each.
+func TestDeleteCollectionWaitsInOneAdmissionRun(t *testing.T) {
+	for _, tc := range []struct {
+		verb string
+		// waitsAgain: the second run waits for its verdict.
+		waitsAgain bool
+	}{
+		{verb: "deletecollection"},
+		{verb: "update", waitsAgain: true},
+	} {
+		t.Run(tc.verb, func(t *testing.T) {
+			s := testShadows(t, 4, 1<<20)
+			mutator := &shadowingMutator{Handler: admission.NewHandler(admission.Delete, admission.Update), shadows: s, recorded: make(chan []ShadowResult, 2)}
+			validator := &releasingValidator{Handler: admission.NewHandler(admission.Delete, admission.Update)}
+			point := &HarvestPoint{}
+			chain := admission.NewChainHandler(point.Decorate(mutator, "Shadowing"), point.Decorate(validator, "Releasing"))
+			ctx := endpointsrequest.WithRequestInfo(context.Background(), &endpointsrequest.RequestInfo{IsResourceRequest: true, Verb: tc.verb, Resource: "pods"})
+			ctx = context.WithValue(ctx, deferredKey{}, &deferredShadows{})
+			var releases []chan struct{}
+			for run := range 2 {
+				a := admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "ns", fmt.Sprintf("p%d", run),
+					schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "", admission.Delete, &metav1.DeleteOptions{}, false, nil)
+				release := make(chan struct{})
+				releases = append(releases, release)
+				mutator.release, validator.release = release, release
+				if run == 1 && !tc.waitsAgain {
+					// The validator releases nothing: the shadow answers after the chain
+					// returned.
+					validator.release = make(chan struct{})
+				}
+				if err := chain.Admit(ctx, a, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := chain.Validate(ctx, a, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !tc.waitsAgain {
+				close(releases[1])
+			}
+			s.Wait()
+			want := map[string]float64{ShadowInTime: 1, ShadowAsync: 1, ShadowLate: 0}
+			if tc.waitsAgain {
+				want = map[string]float64{ShadowInTime: 2, ShadowAsync: 0, ShadowLate: 0}
+			}
+			for result, count := range want {
+				if got := shadowCount(t, s, "shadow.example.com", result); got != count {
+					t.Errorf("verdicts counted %s: %v, want %v", result, got, count)
+				}
+			}
+			first, second := <-mutator.recorded, <-mutator.recorded
+			if wantSecond := map[bool]int{false: 0, true: 1}[tc.waitsAgain]; len(first) != 1 || len(second) != wantSecond {
+				t.Errorf("verdicts recorded: %d in the first run, %d in the second; want 1 and %d", len(first), len(second), wantSecond)
+			}
+		})
 	}
 }
 

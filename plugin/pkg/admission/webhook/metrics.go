@@ -82,7 +82,7 @@ func NewMetrics() *Metrics {
 		}, []string{"name", "result"}),
 		shadowCalls: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "shadow_calls_total",
-			Help:           "Calls of webhooks in enforcement mode Warn, Audit or both, made off the request path, by what became of the verdict: in_time (came within its bound while its request waited: recorded on the response and in the audit event), late (came after its bound, maxWait, timeoutSeconds or the request's time budget: in would_deny_total and the log only), async (not waited for: maxWait 0s, or a request that waited in an earlier admission run), refused (the request was refused or ended first), dropped (not made: the webhook's calls under way or their copies at their bound, or the server drained).",
+			Help:           "Calls of webhooks in enforcement mode Warn, Audit or both, made off the request path, by what became of the verdict: in_time (came within its bound while its request waited: recorded on the response and in the audit event), late (came after its bound, maxWait, timeoutSeconds or the request's time budget: in would_deny_total and the log only), async (not waited for: maxWait 0s, or a DeleteCollection that waited for an earlier object), refused (the request was refused or ended first), dropped (not made: the webhook's calls under way or their copies at their bound, or the server drained).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"name", "type", "result"}),
 		requestDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{

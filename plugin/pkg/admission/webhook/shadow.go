@@ -212,8 +212,8 @@ type ShadowBatch struct {
 	closed bool
 	// refused: closed because the request was refused.
 	refused bool
-	// noWait: harvested without waiting, the request having waited in an earlier
-	// admission run; verdicts not in are counted as async.
+	// noWait: harvested without waiting, the request (a DeleteCollection) having waited
+	// in an earlier admission run; verdicts not in are counted as async.
 	noWait bool
 	// started is when the dispatch began (its first call).
 	started time.Time
@@ -528,9 +528,9 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 	}()
 	harvested := time.Now()
 	b.mu.Lock()
-	// A request waits in one admission run only (see waitedInEarlierRun).
+	// A DeleteCollection waits in one admission run only (see waitedInEarlierRun).
 	b.noWait = waitedInEarlierRun(ctx)
-	waited := len(b.waits) > 0 && !b.noWait
+	waited := false
 	for len(b.waits) > 0 && ctx.Err() == nil && !b.noWait {
 		var until time.Time
 		for _, u := range b.waits {
@@ -546,6 +546,7 @@ func (b *ShadowBatch) Harvest(ctx context.Context) []ShadowResult {
 			break
 		}
 		changed := b.changed
+		waited = true
 		b.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(wait)

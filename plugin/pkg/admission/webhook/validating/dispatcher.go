@@ -125,13 +125,6 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 	budget := d.settings.Budget.For(ctx)
 	if len(softened) > 0 || len(unmatched) > 0 {
 		batch := d.settings.Shadows.Batch()
-		waitEnd := d.settings.Budget.WaitEnd(ctx)
-		for _, u := range unmatched {
-			d.settleUnmatched(batch, u)
-		}
-		for index, invocation := range softened {
-			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded, budget, waitEnd)
-		}
 		// Once the enforced calls have returned: the wait for the softened ones overlaps
 		// theirs. A refused request does not wait, nor does a panicking dispatch (the
 		// panic goes on to the server's handler).
@@ -142,6 +135,13 @@ func (d *dispatcher) Dispatch(ctx context.Context, attr admission.Attributes, o 
 			}
 			d.recordSoftened(ctx, attr, batch, result != nil)
 		}()
+		waitEnd := d.settings.Budget.WaitEnd(ctx)
+		for _, u := range unmatched {
+			d.settleUnmatched(batch, u)
+		}
+		for index, invocation := range softened {
+			d.submitSoftened(ctx, batch, invocation, index, v.byVersion[invocation.Kind], encoded, budget, waitEnd)
+		}
 	}
 	if len(invocations) == 0 {
 		return nil
