@@ -71,6 +71,7 @@ func Plugins() []Plugin {
 			Register:      persistentvolumelabel.Register,
 			ExampleConfig: persistentvolumelabel.ExampleConfig,
 			CheckConfig:   persistentvolumelabel.CheckConfiguration,
+			RefusesWith:   persistentvolumelabel.RefusesWith,
 			Prerequisite: "decide to: it writes zone and region labels (over a user's) and node affinity on new PersistentVolumes, " +
 				"which decides where their pods schedule; check docs/plugins/persistentvolumelabel.md's resolvers against your volumes first",
 			Since: releases.V1372Portcullis1,
@@ -130,6 +131,7 @@ func Plugins() []Plugin {
 			Register:      webhookconfigurationguard.Register,
 			ExampleConfig: webhookconfigurationguard.ExampleConfig,
 			CheckConfig:   webhookconfigurationguard.CheckConfiguration,
+			RefusesWith:   webhookconfigurationguard.RefusesWith,
 			Since:         releases.First,
 		},
 	}
@@ -221,6 +223,10 @@ type Plugin struct {
 	// nothing stock admits on its own (it mutates, or it refuses only what its configuration
 	// lists at Deny level).
 	Refuses string
+	// RefusesWith, when set, says what the plugin refuses that stock admits under its
+	// configuration (read from the admission config file's entry; nil: none given) while it
+	// enforces: "" for nothing. For a plugin whose refusals its configuration decides.
+	RefusesWith func(io.Reader) (string, error)
 	// Since is the first release of this distribution that has the plugin: an earlier one
 	// refuses its name in the flags, so going back to it needs the name out first.
 	Since string

@@ -929,9 +929,9 @@ func (r *PreflightReport) Print(w io.Writer) {
 	}
 	if r.checkedCommandLine && (r.Mutating != nil || r.Validating != nil) {
 		if len(r.Refusals) == 0 {
-			fmt.Fprintln(w, "Refuses what stock admits: nothing (no plugin of ours that refuses requests enforces).")
+			fmt.Fprintln(w, "Refuses what stock admits: nothing (no plugin or setting of ours that refuses requests enforces).")
 		} else {
-			fmt.Fprintln(w, "Refuses what stock admits (plugins of ours that enforce; meant?):")
+			fmt.Fprintln(w, "Refuses what stock admits (plugins and settings of ours that enforce; meant?):")
 			for _, x := range r.Refusals {
 				fmt.Fprintf(w, "  - %s\n", x)
 			}

@@ -48,14 +48,22 @@ func (r *PreflightReport) judge() {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s is new in %s: a Portcullis release before it refuses the name in the flags; take it out before going back to one", p.Name, since))
 		}
 		soften := modeOf(modes, p.Name)
-		if p.Refuses == "" {
+		refuses := p.Refuses
+		if p.RefusesWith != nil {
+			// The configuration was checked with the command line: an error here is
+			// the file's, reported there.
+			if entry, err := pluginEntry(r.AdmissionConfigFile, p.Name); err == nil {
+				refuses, _ = p.RefusesWith(entry)
+			}
+		}
+		if refuses == "" {
 			continue
 		}
 		if soften.Softens() {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s runs in enforcement mode %s: it admits what it would refuse (%s), and says so; in Deny it would refuse it", p.Name, soften.Label, p.Refuses))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s runs in enforcement mode %s: it admits what it would refuse (%s), and says so; in Deny it would refuse it", p.Name, soften.Label, refuses))
 			continue
 		}
-		r.Refusals = append(r.Refusals, fmt.Sprintf("%s (enforcing): %s", p.Name, p.Refuses))
+		r.Refusals = append(r.Refusals, fmt.Sprintf("%s (enforcing): %s", p.Name, refuses))
 	}
 	if len(stopped) > 0 {
 		r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s stop: what they refuse is admitted, what they set is no longer set (docs/operating.md, 4)", strings.Join(stopped, ", ")))
@@ -100,9 +108,11 @@ func (r *PreflightReport) judge() {
 			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s webhook %s of %s runs in mode %s here (a shadow); stock enforces it: %s", phase.name, key.Webhook, key.Configuration, s.Label, what))
 		}
 		if d.Breaker != nil {
+			r.Refusals = append(r.Refusals, fmt.Sprintf("the %s webhooks' circuit breakers: a request to a failurePolicy Fail webhook whose breaker is open is refused without calling it, where stock calls the webhook and admits the request if it answers", phase.name))
 			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("the %s webhooks' circuit breakers stop: a failing webhook is called on every request, and its failurePolicy decides", phase.name))
 		}
 		if d.Budget != nil {
+			r.Refusals = append(r.Refusals, fmt.Sprintf("the %s webhooks' time budget: a request whose budget leaves a failurePolicy Fail webhook no time, or too little for its answer, is refused, where stock calls the webhook with its whole timeout", phase.name))
 			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("the %s webhooks' time budget stops: each webhook is called with its whole timeout", phase.name))
 		}
 	}

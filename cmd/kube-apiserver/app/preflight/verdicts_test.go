@@ -17,10 +17,12 @@ import (
 // would refuse in the configuration.
 func TestPreflightVerdictParts(t *testing.T) {
 	node := newPreflightNode(t)
-	config := func(t *testing.T, portcullis string) string {
+	config := func(t *testing.T, portcullis, entries string) string {
 		path := filepath.Join(t.TempDir(), "admission.yaml")
-		content := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n" +
-			"- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n" + portcullis
+		content := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n" + entries
+		if portcullis != "" {
+			content += "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n" + portcullis
+		}
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -30,8 +32,10 @@ func TestPreflightVerdictParts(t *testing.T) {
 		return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, want) })
 	}
 	for _, tc := range []struct {
-		name                   string
-		plugins, portcullis    string
+		name                string
+		plugins, portcullis string
+		// entries are other plugins' entries in the admission config file.
+		entries                string
 		wantRefusals           []string
 		notRefusing            []string
 		wantChanges, wantNotes []string
@@ -42,6 +46,24 @@ func TestPreflightVerdictParts(t *testing.T) {
 			plugins:      "NodeRestriction,SecurityContextDeny,DenyEscalatingExec,PodPreset",
 			wantRefusals: []string{"SecurityContextDeny (enforcing): pods that set runAsUser", "kubeadm upgrade", "DenyEscalatingExec (enforcing): kubectl exec", "etcd"},
 			wantChanges:  []string{"SecurityContextDeny, PodPreset, DenyEscalatingExec stop"},
+		},
+		{
+			name:    "refusals a configuration decides: a guard check at Deny, unresolved volumes refused, breakers and budgets",
+			plugins: "NodeRestriction,WebhookConfigurationGuard,PersistentVolumeLabel,MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+			entries: "- name: WebhookConfigurationGuard\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookConfigurationGuardConfiguration\n    checks:\n      catchAll: Deny\n" +
+				"- name: PersistentVolumeLabel\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PersistentVolumeLabelConfiguration\n    unresolved: Refuse\n",
+			portcullis: "    webhookDispatch:\n      mutating:\n        circuitBreaker: {}\n      validating:\n        timeBudget: {}\n",
+			wantRefusals: []string{
+				"WebhookConfigurationGuard (enforcing): webhook configurations that fail its checks at Deny (catchAll)",
+				"PersistentVolumeLabel (enforcing): PersistentVolumes of in-tree zonal volumes",
+				"the mutating webhooks' circuit breakers: a request to a failurePolicy Fail webhook whose breaker is open is refused",
+				"the validating webhooks' time budget: a request whose budget leaves a failurePolicy Fail webhook no time",
+			},
+		},
+		{
+			name:        "the guard and the volume labels at their defaults refuse nothing stock admits",
+			plugins:     "NodeRestriction,WebhookConfigurationGuard,PersistentVolumeLabel",
+			notRefusing: []string{"WebhookConfigurationGuard", "PersistentVolumeLabel"},
 		},
 		{
 			name:        "the day-one modes",
@@ -71,8 +93,8 @@ func TestPreflightVerdictParts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			extra := []string{"--enable-admission-plugins=" + tc.plugins}
-			if tc.portcullis != "" {
-				extra = append(extra, config(t, tc.portcullis))
+			if tc.portcullis != "" || tc.entries != "" {
+				extra = append(extra, config(t, tc.portcullis, tc.entries))
 			}
 			report := Preflight(context.Background(), node.with([]string{"--enable-admission-plugins"}, extra...))
 			report.judge()

@@ -124,23 +124,34 @@ func idempotencyFindings(metrics []byte, mutating []admissionregistrationv1.Muta
 // guardConfiguration returns the guard's configuration from the admission config file, as
 // the server reads it (defaults when the file or the entry is absent).
 func guardConfiguration(admissionConfigFile string) (*guardv1alpha1.WebhookConfigurationGuardConfiguration, error) {
-	var entry io.Reader
-	if admissionConfigFile != "" {
-		scheme := runtime.NewScheme()
-		apiserverconfiginstall.Install(scheme)
-		provider, err := admission.ReadAdmissionConfiguration([]string{webhookconfigurationguard.PluginName}, admissionConfigFile, scheme)
-		if err != nil {
-			return nil, fmt.Errorf("--admission-control-config-file %s: %w", admissionConfigFile, err)
-		}
-		if entry, err = provider.ConfigFor(webhookconfigurationguard.PluginName); err != nil {
-			return nil, fmt.Errorf("--admission-control-config-file %s: %w", admissionConfigFile, err)
-		}
+	entry, err := pluginEntry(admissionConfigFile, webhookconfigurationguard.PluginName)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := webhookconfigurationguard.LoadConfiguration(entry)
 	if err != nil && admissionConfigFile != "" {
 		return nil, fmt.Errorf("--admission-control-config-file %s: %w", admissionConfigFile, err)
 	}
 	return cfg, err
+}
+
+// pluginEntry returns plugin's entry in the admission config file, as the server reads it
+// (nil when the file or the entry is absent).
+func pluginEntry(admissionConfigFile, plugin string) (io.Reader, error) {
+	if admissionConfigFile == "" {
+		return nil, nil
+	}
+	scheme := runtime.NewScheme()
+	apiserverconfiginstall.Install(scheme)
+	provider, err := admission.ReadAdmissionConfiguration([]string{plugin}, admissionConfigFile, scheme)
+	if err != nil {
+		return nil, fmt.Errorf("--admission-control-config-file %s: %w", admissionConfigFile, err)
+	}
+	entry, err := provider.ConfigFor(plugin)
+	if err != nil {
+		return nil, fmt.Errorf("--admission-control-config-file %s: %w", admissionConfigFile, err)
+	}
+	return entry, nil
 }
 
 // printWebhookFindings prints the findings, each with its level.

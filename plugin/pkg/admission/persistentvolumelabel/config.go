@@ -168,3 +168,17 @@ unresolved: Admit
 #   zone: '${zone}'
 #   region: RegionOne
 `
+
+// RefusesWith says what the plugin refuses that stock admits under the configuration read
+// from r: with unresolved: Refuse, in-tree zonal volumes whose zone no resolver finds (""
+// otherwise). Preflight lists it.
+func RefusesWith(r io.Reader) (string, error) {
+	cfg, err := LoadConfiguration(r)
+	if err != nil {
+		return "", err
+	}
+	if cfg.Unresolved != admissionv1alpha1.PersistentVolumeLabelUnresolvedRefuse {
+		return "", nil
+	}
+	return "PersistentVolumes of in-tree zonal volumes (GCE PD, AWS EBS) whose zone no resolver finds (unresolved: Refuse)", nil
+}

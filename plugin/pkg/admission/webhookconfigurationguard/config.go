@@ -3,6 +3,7 @@ package webhookconfigurationguard
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -142,3 +143,23 @@ checks:
 timeoutThresholdSeconds: 5
 requestBudgetSeconds: 34
 `
+
+// RefusesWith says what the guard refuses that stock admits under the configuration read
+// from r: webhook configurations that fail a check at Deny ("" when no check is at Deny).
+// Preflight lists it.
+func RefusesWith(r io.Reader) (string, error) {
+	cfg, err := LoadConfiguration(r)
+	if err != nil {
+		return "", err
+	}
+	var denied []string
+	for _, m := range checkModes(&cfg.Checks) {
+		if *m.mode == guardv1alpha1.GuardCheckModeDeny {
+			denied = append(denied, string(m.check))
+		}
+	}
+	if len(denied) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("webhook configurations that fail its checks at Deny (%s)", strings.Join(denied, ", ")), nil
+}
