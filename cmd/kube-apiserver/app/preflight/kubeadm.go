@@ -75,8 +75,8 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 	if targetVersion != kube {
 		r.problem("--kubernetes-version %s: this is the preflight of %s, built on Kubernetes %s; an upgrade to %s needs the Portcullis release for %s: run its preflight", targetVersion, ours, kube, targetVersion, targetVersion)
 	}
-	name, tag, ok := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
-	if !ok || strings.Contains(image, "@") {
+	name, tag, _ := splitImage(image)
+	if tag == "" {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", where, image, ours, imageTag(ours)))
 		return
 	}
@@ -97,14 +97,14 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 // release or Kubernetes version than kubeadm renders (targetVersion; this release's when
 // empty). A stock image with no plugin of ours is a rollback's manifest: nothing to say.
 func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, ours string) {
-	if strings.Contains(image, "@") {
-		// Pinned by digest: which release it is cannot be read from the name.
+	_, tag, digest := splitImage(image)
+	if tag == "" && digest != "" {
+		// Pinned by digest alone: which release it is cannot be read from the name.
 		if !r.rollback {
 			r.checkImage(manifest, image, targetVersion, ours)
 		}
 		return
 	}
-	_, tag, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
 	if r.rollback {
 		if strings.Contains(tag, portcullisTag) {
 			r.problem("%s: --rollback, but the image %s is a Portcullis release: render stock's (take Portcullis's patch out of the patches directory, docs/operating.md, 4)", manifest, image)
@@ -120,6 +120,16 @@ func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, our
 		return
 	}
 	r.checkImage(manifest, image, targetVersion, ours)
+}
+
+// splitImage splits an image reference into its repository's last path element, its tag and
+// its digest (each "" when absent): r.example:5000/kube-apiserver:v1.37.2@sha256:… is
+// kube-apiserver, v1.37.2 and sha256:…. A tag beside a digest is judged as a tag alone: the
+// runtime pulls the digest, and the tag says which release its writer meant.
+func splitImage(image string) (name, tag, digest string) {
+	image, digest, _ = strings.Cut(image, "@")
+	name, tag, _ = strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+	return name, tag, digest
 }
 
 // olderOrNewer words how version a stands to b, for versions of the form v1.M.P.

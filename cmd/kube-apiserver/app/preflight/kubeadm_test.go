@@ -88,6 +88,11 @@ func TestCheckKubeadmPatches(t *testing.T) {
 		{name: "an older Kubernetes", image: "r.example/kube-apiserver:v1.0.0_portcullis.1", wantProblems: []string{"runs Kubernetes v1.0.0, but kubeadm renders " + kube + ": kube-apiserver would be older than"}},
 		{name: "localhost", image: "localhost/portcullis/kube-apiserver:" + tag, wantWarning: "no node can pull it again"},
 		{name: "a digest", image: "r.example/kube-apiserver@sha256:0123", wantWarning: "not named by a tag"},
+		// A tag beside a digest: the tag is judged.
+		{name: "this release by tag and digest", image: "r.example:5000/portcullis/kube-apiserver:" + tag + "@sha256:0123"},
+		{name: "an older release by tag and digest", image: "r.example/kube-apiserver:v1.37.1_portcullis.1@sha256:0123",
+			wantProblems: []string{"runs Kubernetes v1.37.1, but kubeadm renders " + kube}},
+		{name: "stock's image by tag and digest", image: "registry.k8s.io/kube-apiserver:" + kube + "@sha256:0123", wantProblems: []string{"is not a Portcullis release"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,8 +218,16 @@ func TestCheckManifestImage(t *testing.T) {
 			wantProblem: "runs Kubernetes " + kube + ", but kubeadm renders v1.38.0"},
 		{name: "another Portcullis release", image: "r.example/kube-apiserver:v1.37.1_portcullis.1", args: stockFlags,
 			wantProblem: "runs Kubernetes v1.37.1, but kubeadm renders " + kube},
-		// Pinned by digest: a warning (checkImage's), not a refusal.
+		// Pinned by digest alone: a warning (checkImage's), not a refusal.
 		{name: "pinned by digest", image: "r.example/portcullis/kube-apiserver@sha256:0123", args: withOurs},
+		// A tag beside the digest is judged, in both directions.
+		{name: "stock's image by tag and digest with our plugins", image: "registry.k8s.io/kube-apiserver:" + kube + "@sha256:0123", args: withOurs,
+			wantProblem: "is not a Portcullis release, but the command line names Portcullis's plugins"},
+		{name: "a stale Portcullis release by tag and digest", image: "r.example/kube-apiserver:v1.37.1_portcullis.1@sha256:0123", args: withOurs,
+			wantProblem: "runs Kubernetes v1.37.1, but kubeadm renders " + kube},
+		{name: "a rollback that keeps our image, by tag and digest", image: ourImage + "@sha256:0123", args: stockFlags, rollback: true,
+			wantProblem: "is a Portcullis release"},
+		{name: "a rollback to stock's image by tag and digest", image: "registry.k8s.io/kube-apiserver:" + kube + "@sha256:0123", args: stockFlags, rollback: true, target: kube},
 		{name: "a rollback to stock's image", image: "registry.k8s.io/kube-apiserver:" + kube, args: stockFlags, rollback: true},
 		{name: "a rollback that keeps our image", image: ourImage, args: stockFlags, rollback: true,
 			wantProblem: "--rollback, but the image " + ourImage + " is a Portcullis release"},
