@@ -82,9 +82,8 @@ var RefusalCases = []RefusalCase{
 func startRefusalServer(t testing.TB) *ReviewServer {
 	t.Helper()
 	server := webhooktesting.NewTestServerWithHandler(t, func(w http.ResponseWriter, r *http.Request) {
-		review := &admissionv1.AdmissionReview{}
-		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
-			http.Error(w, "not an admission review", http.StatusBadRequest)
+		review, ok := readReview(w, r)
+		if !ok {
 			return
 		}
 		response := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}

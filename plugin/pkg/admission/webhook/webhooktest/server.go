@@ -41,9 +41,8 @@ func StartOpenReviewServer(t testing.TB, respond Respond) *ReviewServer {
 func startReviewServer(t testing.TB, respond Respond, clientCert bool) *ReviewServer {
 	t.Helper()
 	server := webhooktesting.NewTestServerWithHandler(t, func(w http.ResponseWriter, r *http.Request) {
-		review := &admissionv1.AdmissionReview{}
-		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
-			http.Error(w, "not an admission review", http.StatusBadRequest)
+		review, ok := readReview(w, r)
+		if !ok {
 			return
 		}
 		response := respond(r, review.Request)
@@ -61,6 +60,16 @@ func startReviewServer(t testing.TB, respond Respond, clientCert bool) *ReviewSe
 	server.StartTLS()
 	t.Cleanup(server.Close)
 	return &ReviewServer{URL: mustParse(t, server.URL)}
+}
+
+// readReview decodes the admission review r carries, answering 400 when it is none.
+func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, bool) {
+	review := &admissionv1.AdmissionReview{}
+	if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
+		http.Error(w, "not an admission review", http.StatusBadRequest)
+		return nil, false
+	}
+	return review, true
 }
 
 func mustParse(t testing.TB, raw string) *url.URL {
