@@ -70,17 +70,21 @@ const (
 	KeyRollbackKubeadm   = "mv /etc/kubernetes/patches/kube-apiserver.yaml /root/kube-apiserver-patch.yaml.portcullis"
 	KeyRollbackRender    = "grep 'image:' /root/portcullis-render/kube-apiserver.yaml"
 	KeyRemoveOurs        = "kubectl delete crd podpresets.settings.k8s.io"
-	KeyReadmePreflight   = "kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml"
-	KeyPSPApply          = "kubectl apply -f build/deploy/podsecuritypolicy/privileged.yaml"
-	KeyPSPGrantRestrict  = "kubectl -n team-a create role psp:restricted"
-	KeyPSPPreflight      = "kube-apiserver preflight --podsecuritypolicy --kubeconfig /etc/kubernetes/admin.conf"
-	KeyPSPMigrate        = "kubectl get psp -o yaml > psp.yaml"
-	KeyTraceDryRun       = "kubectl annotate --local -f pod.yaml admission.portcullis.io/trace=true"
-	KeyWebhookWouldDeny  = "portcullis_admission_webhook_would_deny_total{.*require-owner"
-	KeyContainersStorage = "containers-storage:localhost/portcullis/kube-apiserver"
-	KeyEnforcementJQ     = `jq 'select(.annotations["denyserviceexternalips.admission.portcullis.io/would-deny"])`
-	runnerPackage        = "test/integration/docs"
-	elidedCommandLine    = "an excerpt of a command line (`kube-apiserver ...`): the flags to add to the server's own, not a command"
+	// The check once every API server of a control plane runs stock, and what mends what it
+	// finds.
+	KeyHAAPIServicesCheck  = "./kube-apiserver preflight --rollback --kubeconfig /etc/kubernetes/admin.conf"
+	KeyHAAPIServicesDelete = "delete apiservice v1beta1.policy v1alpha1.admissionregistration.k8s.io"
+	KeyReadmePreflight     = "kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml"
+	KeyPSPApply            = "kubectl apply -f build/deploy/podsecuritypolicy/privileged.yaml"
+	KeyPSPGrantRestrict    = "kubectl -n team-a create role psp:restricted"
+	KeyPSPPreflight        = "kube-apiserver preflight --podsecuritypolicy --kubeconfig /etc/kubernetes/admin.conf"
+	KeyPSPMigrate          = "kubectl get psp -o yaml > psp.yaml"
+	KeyTraceDryRun         = "kubectl annotate --local -f pod.yaml admission.portcullis.io/trace=true"
+	KeyWebhookWouldDeny    = "portcullis_admission_webhook_would_deny_total{.*require-owner"
+	KeyContainersStorage   = "containers-storage:localhost/portcullis/kube-apiserver"
+	KeyEnforcementJQ       = `jq 'select(.annotations["denyserviceexternalips.admission.portcullis.io/would-deny"])`
+	runnerPackage          = "test/integration/docs"
+	elidedCommandLine      = "an excerpt of a command line (`kube-apiserver ...`): the flags to add to the server's own, not a command"
 	// The kubeadm guide runs on a real node: kubeadm's CLI, a kubelet, containerd (make
 	// test-node).
 	operatingKubeadmTest = "test/node.TestKubeadmNode"
@@ -120,6 +124,8 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: KeyRollbackKubeadm, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyRollbackRender, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyRemoveOurs, Test: runnerPackage + ".TestPodSecurityPolicyDocs"},
+	{File: "docs/operating.md", Key: KeyHAAPIServicesCheck, Test: "test/integration/apiserver.TestHAMixes"},
+	{File: "docs/operating.md", Key: KeyHAAPIServicesDelete, Test: "test/integration/apiserver.TestHAMixes"},
 	{File: "docs/operating.md", Key: KeyUpgradePatch, Test: runnerPackage + ".TestOperatingUpgrade"},
 	{File: "docs/operating.md", Key: KeyUpgradeApply, Untestable: upgradeOnCgroupV2},
 	{File: "docs/operating.md", Key: KeyUpgradeNode, Untestable: upgradeOnCgroupV2},

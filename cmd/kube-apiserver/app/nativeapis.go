@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/client-go/kubernetes"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
+	apiregistrationclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	upstreamapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
@@ -34,14 +39,20 @@ type nativeAPI struct {
 	// plugin is the admission plugin of ours that reads the API: enabling it serves the API.
 	plugin   string
 	addition upstreamgroup.Addition
+	// priority is the version's APIService priority, as upstream's aggregator registers it
+	// (kube-apiserver's apiVersionPriorities, unexported): TestHAMixes compares the
+	// APIService the keeper recreates with the one upstream's aggregator created.
+	priority upstreamgroup.APIServicePriority
 }
 
 // nativeAPIs are the APIs of ours served in upstream groups; portcullisconfig.ServableAPIs
 // names the same versions, in the same order (TestNativeAPIsAreTheServableAPIs).
 func nativeAPIs() []nativeAPI {
 	return []nativeAPI{
-		{groupVersion: policyv1beta1.SchemeGroupVersion, plugin: podsecuritypolicy.PluginName, addition: policyrest.Addition()},
-		{groupVersion: admissionregistrationv1alpha1.SchemeGroupVersion, plugin: initializers.PluginName, addition: admissionregistrationrest.Addition()},
+		{groupVersion: policyv1beta1.SchemeGroupVersion, plugin: podsecuritypolicy.PluginName, addition: policyrest.Addition(),
+			priority: upstreamgroup.APIServicePriority{Group: 17100, Version: 9}},
+		{groupVersion: admissionregistrationv1alpha1.SchemeGroupVersion, plugin: initializers.PluginName, addition: admissionregistrationrest.Addition(),
+			priority: upstreamgroup.APIServicePriority{Group: 16700, Version: 9}},
 	}
 }
 
@@ -137,6 +148,31 @@ func serveNativeAPIs(config *upstreamapp.Config, apis []nativeAPI) (restore func
 	}
 	return func() { controlplane.AdditionalStorageProvidersForTests = previous }, nil
 }
+
+// keepAPIServices recreates, while the server runs, the APIServices of apis whenever another
+// server deletes them (upstreamgroup.APIServiceKeeper says when and why).
+func keepAPIServices(server *aggregatorapiserver.APIAggregator, apis []nativeAPI) error {
+	desired := make([]*apiregistrationv1.APIService, len(apis))
+	for i, api := range apis {
+		desired[i] = upstreamgroup.LocalAPIService(api.groupVersion, api.priority)
+	}
+	informer := server.APIRegistrationInformers.Apiregistration().V1().APIServices()
+	return server.GenericAPIServer.AddPostStartHook("portcullis-apiservice-keeper", func(hook genericapiserver.PostStartHookContext) error {
+		client, err := apiregistrationclient.NewForConfig(hook.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		keeper, err := upstreamgroup.NewAPIServiceKeeper(client, informer, desired)
+		if err != nil {
+			return err
+		}
+		go keeper.Run(hook, apiServiceResync)
+		return nil
+	})
+}
+
+// apiServiceResync is how often the keeper checks its APIServices besides on deletions.
+const apiServiceResync = time.Minute
 
 // withOurDefinitions adds the OpenAPI definitions of our API types to those of upstream.
 func withOurDefinitions(upstream common.GetOpenAPIDefinitions) common.GetOpenAPIDefinitions {

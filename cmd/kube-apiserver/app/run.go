@@ -22,9 +22,9 @@ import (
 // run starts the server and serves until ctx ends. It is upstream's app.Run, composed here
 // from the same exported steps (NewConfig, Complete, CreateServerChain, PrepareRun, Run) so
 // that the distribution can add to the server between them: the APIs of ours in upstream
-// groups that are to be served (nativeapis.go), and the readiness checks
-// of the plugins of ours that are enabled, and the loopback configuration of those that
-// call the server as their requester. With nothing of ours enabled, it builds exactly
+// groups that are to be served and the keeper of their APIServices (nativeapis.go), the
+// readiness checks of the plugins of ours that are enabled, and the loopback configuration
+// of those that call the server as their requester. With nothing of ours enabled, it builds exactly
 // stock's server.
 // TestRunComposesUpstreamRun fails when upstream's Run changes, so a Kubernetes bump reviews
 // this file.
@@ -64,7 +64,8 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	for _, gv := range runtimeConfigNamesOurs(resources) {
 		klog.Warning(portcullisconfig.RuntimeConfigDeprecation(gv))
 	}
-	if apis := servedNativeAPIs(opts.Admission, portcullis, resources); len(apis) > 0 {
+	apis := servedNativeAPIs(opts.Admission, portcullis, resources)
+	if len(apis) > 0 {
 		if restore, err = serveNativeAPIs(config, apis); err != nil {
 			return err
 		}
@@ -79,6 +80,11 @@ func run(ctx context.Context, opts options.CompletedOptions, portcullis *portcul
 	restore()
 	if err != nil {
 		return err
+	}
+	if len(apis) > 0 {
+		if err := keepAPIServices(server, apis); err != nil {
+			return fmt.Errorf("keeping the APIServices of the APIs of Portcullis: %w", err)
+		}
 	}
 	// The aggregator is the outermost server: its /readyz is the one clients see.
 	if checks := readiness.Checks(); len(checks) > 0 {

@@ -94,6 +94,12 @@ lists, nothing written) and reports what the WebhookConfigurationGuard plugin wo
 the levels of the command line's admission configuration (Warn when it has none); a finding
 at Deny level is a problem. --webhooks alone checks only the webhooks.
 
+With --rollback --kubeconfig FILE it also reads the APIServices of the versions Portcullis
+serves (policy/v1beta1, admissionregistration.k8s.io/v1alpha1) and asks the server that
+answers for each: one that exists where the server serves nothing is a problem (after a
+rollback, a stale APIService breaks legacy discovery for every client); run it alone once
+every API server runs stock.
+
 With --podsecuritypolicy --kubeconfig FILE it reads the cluster's PodSecurityPolicies, pod
 templates (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs) and pods
 (lists and SubjectAccessReviews, nothing written) and judges each as the PodSecurityPolicy
@@ -145,16 +151,18 @@ func NewCommand() *cobra.Command {
 				return usage(errors.New("--environment-file goes with --systemd-unit"))
 			case runningManifest != "" && manifest == "":
 				return usage(errors.New("--running-manifest goes with --manifest"))
-			case rollback && runningManifest == "" && runningUnit == "":
-				return usage(errors.New("--rollback goes with --running-manifest or --running-unit"))
+			case rollback && runningManifest == "" && runningUnit == "" && kubeconfig == "":
+				return usage(errors.New("--rollback goes with --running-manifest, --running-unit or --kubeconfig"))
 			case runningUnit != "" && unit == "":
 				return usage(errors.New("--running-unit goes with --systemd-unit"))
 			case len(runningEnvironmentFiles) > 0 && runningUnit == "":
 				return usage(errors.New("--running-environment-file goes with --running-unit"))
 			case kubernetesVersion != "" && patches == "" && manifest == "":
 				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches or --manifest"))
-			case (webhooks || podSecurityPolicy) != (kubeconfig != ""):
-				return usage(errors.New("--kubeconfig goes with --webhooks or --podsecuritypolicy, and they need it"))
+			case (webhooks || podSecurityPolicy) && kubeconfig == "":
+				return usage(errors.New("--webhooks and --podsecuritypolicy need --kubeconfig"))
+			case kubeconfig != "" && !webhooks && !podSecurityPolicy && !rollback:
+				return usage(errors.New("--kubeconfig goes with --webhooks, --podsecuritypolicy or --rollback"))
 			case (manifest != "" || unit != "") && len(args) > 0:
 				return usage(fmt.Errorf("flags after -- are not taken with --manifest or --systemd-unit: %q", args))
 			case manifest != "":
@@ -172,8 +180,8 @@ func NewCommand() *cobra.Command {
 			case dash == 0:
 				source = "the command line after --"
 				argv = args
-			case webhooks || podSecurityPolicy || patches != "":
-				// The cluster's webhooks or pods, or the kubeadm patches, alone.
+			case webhooks || podSecurityPolicy || patches != "" || (rollback && kubeconfig != ""):
+				// The cluster's webhooks, pods or APIServices, or the kubeadm patches, alone.
 			default:
 				return usage(errors.New("give --manifest FILE, --systemd-unit FILE, --kubeadm-patches DIR, or the server's flags after --"))
 			}
@@ -231,6 +239,13 @@ func NewCommand() *cobra.Command {
 				}
 				report.addPodSecurityPolicyReport(found)
 			}
+			if rollback && kubeconfig != "" {
+				states, err := apiServiceStates(cmd.Context(), kubeconfig)
+				if err != nil {
+					return usage(err)
+				}
+				report.addAPIServiceStates(states)
+			}
 			report.judge()
 			report.decide()
 			if output == "json" {
@@ -274,7 +289,7 @@ func NewCommand() *cobra.Command {
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches or --manifest: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
 	cmd.Flags().BoolVar(&podSecurityPolicy, "podsecuritypolicy", false, "also judge the cluster's pod templates and pods as PodSecurityPolicy would once enabled (needs --kubeconfig)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks or --podsecuritypolicy: the kubeconfig to read the cluster through (lists and access reviews; nothing is written)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks, --podsecuritypolicy or --rollback: the kubeconfig to read the cluster through (reads and access reviews; nothing is written)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "the report's format: text or json")
 	return cmd
 }
