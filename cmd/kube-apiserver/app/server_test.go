@@ -18,6 +18,10 @@ func TestPreflightUnderTheServerCommand(t *testing.T) {
 	}{
 		{name: "a flag preflight does not know", args: []string{"preflight", "--no-such-flag"}, want: preflight.ExitUsage},
 		{name: "nothing to check", args: []string{"preflight"}, want: preflight.ExitUsage},
+		{name: "--image-release alone", args: []string{"preflight", "--image-release=v1.37.2", "--", "--etcd-servers=https://127.0.0.1:2379"}, want: preflight.ExitUsage},
+		{name: "--image-release that is no release", args: []string{"preflight", "--image-release=latest", "--kubeadm-patches=/nonexistent"}, want: preflight.ExitUsage},
+		{name: "--kubeconfig without what to read", args: []string{"preflight", "--kubeconfig=/nonexistent"}, want: preflight.ExitUsage},
+		{name: "--rollback alone", args: []string{"preflight", "--rollback"}, want: preflight.ExitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int

@@ -75,9 +75,8 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 	if targetVersion != kube {
 		r.problem("--kubernetes-version %s: this is the preflight of %s, built on Kubernetes %s; an upgrade to %s needs the Portcullis release for %s: run its preflight", targetVersion, ours, kube, targetVersion, targetVersion)
 	}
-	name, tag, _ := splitImage(image)
-	if tag == "" {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", where, image, ours, imageTag(ours)))
+	name, tag, known := r.imageRelease(where, image, ours)
+	if !known {
 		return
 	}
 	kubernetes, _, isOurs := strings.Cut(tag, portcullisTag)
@@ -97,12 +96,8 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 // release or Kubernetes version than kubeadm renders (targetVersion; this release's when
 // empty). A stock image with no plugin of ours is a rollback's manifest: nothing to say.
 func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, ours string) {
-	_, tag, digest := splitImage(image)
-	if tag == "" && digest != "" {
-		// Pinned by digest alone: which release it is cannot be read from the name.
-		if !r.rollback {
-			r.checkImage(manifest, image, targetVersion, ours)
-		}
+	_, tag, known := r.imageRelease(manifest, image, ours)
+	if !known {
 		return
 	}
 	if r.rollback {
@@ -130,6 +125,29 @@ func splitImage(image string) (name, tag, digest string) {
 	image, digest, _ = strings.Cut(image, "@")
 	name, tag, _ = strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
 	return name, tag, digest
+}
+
+// imageRelease returns the repository name and the tag that say which release image, which
+// where sets, runs: its own tag, or, for an image pinned by a digest alone, the tag of the
+// release the operator names for it (--image-release). known is false, with a problem or a
+// warning reported, when neither says: a digest alone could be any release, stock's
+// included, and judging it by nothing would let a stale release or stock's image with our
+// plugin names pass.
+func (r *PreflightReport) imageRelease(where, image, ours string) (name, tag string, known bool) {
+	name, tag, digest := splitImage(image)
+	switch {
+	case tag != "":
+		return name, tag, true
+	case digest == "":
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", where, image, ours, imageTag(ours)))
+		return name, "", false
+	case r.digestRelease == "":
+		r.problem("%s: the image %s is pinned by a digest alone, so preflight cannot tell which release it runs: name the release the digest stands for with --image-release (%s for this release's image, %s for stock's of the same Kubernetes), or pin the image by tag and digest (%s:%s@%s)",
+			where, image, ours, strings.SplitN(ours, "+", 2)[0], strings.TrimSuffix(image, "@"+digest), imageTag(ours), digest)
+		return name, "", false
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("%s: the image %s is judged as release %s (--image-release)", where, image, r.digestRelease))
+	return name, imageTag(r.digestRelease), true
 }
 
 // olderOrNewer words how version a stands to b, for versions of the form v1.M.P.

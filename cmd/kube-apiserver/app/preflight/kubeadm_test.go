@@ -76,8 +76,10 @@ func TestCheckKubeadmPatches(t *testing.T) {
 	tag := imageTag(ours)
 	tests := []struct {
 		name, image, target string
-		wantProblems        []string
-		wantWarning         string
+		// release is --image-release.
+		release      string
+		wantProblems []string
+		wantWarning  string
 	}{
 		{name: "this release, this version", image: "r.example/portcullis/kube-apiserver:" + tag},
 		{name: "this release, the default version", image: "r.example/portcullis/kube-apiserver:" + tag, target: kube},
@@ -87,7 +89,14 @@ func TestCheckKubeadmPatches(t *testing.T) {
 		{name: "another Portcullis release of the same Kubernetes", image: "r.example/kube-apiserver:" + kube + "_portcullis.99", wantProblems: []string{"is another Portcullis release than this preflight's"}},
 		{name: "an older Kubernetes", image: "r.example/kube-apiserver:v1.0.0_portcullis.1", wantProblems: []string{"runs Kubernetes v1.0.0, but kubeadm renders " + kube + ": kube-apiserver would be older than"}},
 		{name: "localhost", image: "localhost/portcullis/kube-apiserver:" + tag, wantWarning: "no node can pull it again"},
-		{name: "a digest", image: "r.example/kube-apiserver@sha256:0123", wantWarning: "not named by a tag"},
+		{name: "no tag", image: "r.example/kube-apiserver", wantWarning: "not named by a tag"},
+		// A digest alone names no release: the operator names it, or preflight refuses.
+		{name: "a digest", image: "r.example/kube-apiserver@sha256:0123",
+			wantProblems: []string{"is pinned by a digest alone, so preflight cannot tell which release it runs: name the release the digest stands for with --image-release (" + ours + " for this release's image, " + kube + " for stock's of the same Kubernetes), or pin the image by tag and digest (r.example/kube-apiserver:" + tag + "@sha256:0123)"}},
+		{name: "a digest named as this release", image: "r.example/kube-apiserver@sha256:0123", release: ours},
+		{name: "a digest named as an older release", image: "r.example/kube-apiserver@sha256:0123", release: "v1.37.1+portcullis.1",
+			wantProblems: []string{"runs Kubernetes v1.37.1, but kubeadm renders " + kube}},
+		{name: "a digest named as stock's", image: "r.example/kube-apiserver@sha256:0123", release: kube, wantProblems: []string{"is not a Portcullis release"}},
 		// A tag beside a digest: the tag is judged.
 		{name: "this release by tag and digest", image: "r.example:5000/portcullis/kube-apiserver:" + tag + "@sha256:0123"},
 		{name: "an older release by tag and digest", image: "r.example/kube-apiserver:v1.37.1_portcullis.1@sha256:0123",
@@ -98,7 +107,7 @@ func TestCheckKubeadmPatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, dir, "kube-apiserver.yaml", "spec:\n  containers:\n  - name: kube-apiserver\n    image: "+tc.image+"\n")
-			r := &PreflightReport{}
+			r := &PreflightReport{digestRelease: tc.release}
 			r.checkKubeadmPatches(dir, tc.target, ours)
 			for _, want := range tc.wantProblems {
 				if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, want) }) {
@@ -202,7 +211,9 @@ func TestCheckManifestImage(t *testing.T) {
 		name, image, target string
 		args                []string
 		rollback            bool
-		wantProblem         string
+		// release is --image-release.
+		release     string
+		wantProblem string
 	}{
 		{name: "this release's image with our plugins", image: ourImage, args: withOurs},
 		{name: "this release's image without them", image: ourImage, args: stockFlags},
@@ -218,8 +229,21 @@ func TestCheckManifestImage(t *testing.T) {
 			wantProblem: "runs Kubernetes " + kube + ", but kubeadm renders v1.38.0"},
 		{name: "another Portcullis release", image: "r.example/kube-apiserver:v1.37.1_portcullis.1", args: stockFlags,
 			wantProblem: "runs Kubernetes v1.37.1, but kubeadm renders " + kube},
-		// Pinned by digest alone: a warning (checkImage's), not a refusal.
-		{name: "pinned by digest", image: "r.example/portcullis/kube-apiserver@sha256:0123", args: withOurs},
+		// Pinned by digest alone: refused unless the operator names the release, in a
+		// rollback too (stock's image by digest with our plugin names crash-loops; a stale
+		// Portcullis digest is skipped by kubeadm as "manifests are equal").
+		{name: "pinned by digest", image: "r.example/portcullis/kube-apiserver@sha256:0123", args: withOurs,
+			wantProblem: "is pinned by a digest alone, so preflight cannot tell which release it runs"},
+		{name: "a rollback pinned by digest", image: "registry.k8s.io/kube-apiserver@sha256:0123", args: stockFlags, rollback: true,
+			wantProblem: "is pinned by a digest alone"},
+		{name: "pinned by digest, named as this release", image: "r.example/portcullis/kube-apiserver@sha256:0123", args: withOurs, release: ours},
+		{name: "stock's by digest with our plugins, named as stock's", image: "registry.k8s.io/kube-apiserver@sha256:0123", args: withOurs, release: kube,
+			wantProblem: "is not a Portcullis release, but the command line names Portcullis's plugins"},
+		{name: "a stale Portcullis release by digest, named", image: "r.example/kube-apiserver@sha256:0123", args: withOurs, release: "v1.37.1+portcullis.1",
+			wantProblem: "runs Kubernetes v1.37.1, but kubeadm renders " + kube},
+		{name: "a rollback to stock's image by digest, named", image: "registry.k8s.io/kube-apiserver@sha256:0123", args: stockFlags, rollback: true, target: kube, release: kube},
+		{name: "a rollback by digest named as our release", image: "r.example/kube-apiserver@sha256:0123", args: stockFlags, rollback: true, release: ours,
+			wantProblem: "is a Portcullis release"},
 		// A tag beside the digest is judged, in both directions.
 		{name: "stock's image by tag and digest with our plugins", image: "registry.k8s.io/kube-apiserver:" + kube + "@sha256:0123", args: withOurs,
 			wantProblem: "is not a Portcullis release, but the command line names Portcullis's plugins"},
@@ -236,7 +260,7 @@ func TestCheckManifestImage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &PreflightReport{Args: tc.args, rollback: tc.rollback}
+			r := &PreflightReport{Args: tc.args, rollback: tc.rollback, digestRelease: tc.release}
 			r.checkManifestImage("m.yaml", tc.image, tc.target, ours)
 			if tc.wantProblem == "" {
 				if len(r.Problems) > 0 {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,7 +88,9 @@ annotations) must not change, but for added read-only hostPath volumes. The mani
 must be able to run its flags: this release's (of --kubernetes-version, when given) when the
 flags name Portcullis's plugins. --kubeadm-patches DIR checks that the kube-apiserver image the patches set is this
 release's and runs the Kubernetes version kubeadm renders (--kubernetes-version, that of
-kubeadm upgrade apply; default this release's): give it alone before an upgrade.
+kubeadm upgrade apply; default this release's): give it alone before an upgrade. An image
+pinned by a digest alone names no release: give --image-release RELEASE (the release the
+digest stands for), or it is a problem.
 
 With --webhooks --kubeconfig FILE it also reads the cluster's webhook configurations (two
 lists, nothing written) and reports what the WebhookConfigurationGuard plugin would find, at
@@ -120,7 +123,7 @@ be read); 3 the swap is safe but a rollback is blocked (every reason listed).`
 
 // NewCommand returns the preflight subcommand of kube-apiserver.
 func NewCommand() *cobra.Command {
-	var manifest, runningManifest, unit, runningUnit, kubeconfig, patches, kubernetesVersion, output string
+	var manifest, runningManifest, unit, runningUnit, kubeconfig, patches, kubernetesVersion, imageRelease, output string
 	var environmentFiles, runningEnvironmentFiles []string
 	var webhooks, podSecurityPolicy, rollback bool
 	cmd := &cobra.Command{
@@ -157,6 +160,10 @@ func NewCommand() *cobra.Command {
 				return usage(errors.New("--running-unit goes with --systemd-unit"))
 			case len(runningEnvironmentFiles) > 0 && runningUnit == "":
 				return usage(errors.New("--running-environment-file goes with --running-unit"))
+			case imageRelease != "" && patches == "" && manifest == "":
+				return usage(errors.New("--image-release goes with --kubeadm-patches or --manifest"))
+			case imageRelease != "" && !validImageRelease(imageRelease):
+				return usage(fmt.Errorf("--image-release %s: want a Portcullis release (v1.37.2+portcullis.1) or a Kubernetes version (v1.37.2)", imageRelease))
 			case kubernetesVersion != "" && patches == "" && manifest == "":
 				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches or --manifest"))
 			case (webhooks || podSecurityPolicy) && kubeconfig == "":
@@ -205,6 +212,7 @@ func NewCommand() *cobra.Command {
 			if source != "" {
 				report = Preflight(cmd.Context(), argv)
 				report.rollback = rollback
+				report.digestRelease = imageRelease
 				if pod != nil {
 					report.checkHostPathMounts(pod.HostPathMounts)
 					report.checkManifestImage(manifest, pod.Image, kubernetesVersion, version.Get().GitVersion)
@@ -222,6 +230,7 @@ func NewCommand() *cobra.Command {
 				}
 			}
 			report.Source = source
+			report.digestRelease = imageRelease
 			if patches != "" {
 				report.checkKubeadmPatches(patches, kubernetesVersion, version.Get().GitVersion)
 			}
@@ -287,6 +296,7 @@ func NewCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&environmentFiles, "environment-file", nil, "with --systemd-unit: an EnvironmentFile to expand ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
 	cmd.Flags().StringVar(&patches, "kubeadm-patches", "", "a kubeadm --patches directory whose kube-apiserver image to check against this release and --kubernetes-version")
 	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches or --manifest: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
+	cmd.Flags().StringVar(&imageRelease, "image-release", "", "with --manifest or --kubeadm-patches: the release an image pinned by a digest alone runs (v1.37.2+portcullis.1, or v1.37.2 for stock's image); without it such an image is a problem")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
 	cmd.Flags().BoolVar(&podSecurityPolicy, "podsecuritypolicy", false, "also judge the cluster's pod templates and pods as PodSecurityPolicy would once enabled (needs --kubeconfig)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "with --webhooks, --podsecuritypolicy or --rollback: the kubeconfig to read the cluster through (reads and access reviews; nothing is written)")
@@ -355,6 +365,9 @@ type PreflightReport struct {
 	namedFiles, writtenPaths [][2]string
 	// checkedCommandLine is whether a command line was checked (not only patches or webhooks).
 	checkedCommandLine bool
+	// digestRelease is the release an image pinned by a digest alone stands for
+	// (--image-release): its digest cannot say.
+	digestRelease string
 }
 
 // decide sets the verdict and exit code from what the report holds.
@@ -415,6 +428,12 @@ func (r *PreflightReport) problem(format string, a ...any) {
 func (r *PreflightReport) reported(text string) bool {
 	return slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, text) })
 }
+
+// imageReleasePattern is what --image-release takes: a Kubernetes version, with a Portcullis
+// release's suffix or without (stock's).
+var imageReleasePattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+portcullis\.[0-9]+)?$`)
+
+func validImageRelease(release string) bool { return imageReleasePattern.MatchString(release) }
 
 // Preflight checks a kube-apiserver command line (without the program name).
 func Preflight(ctx context.Context, args []string) *PreflightReport {
