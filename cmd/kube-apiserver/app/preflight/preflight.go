@@ -164,8 +164,8 @@ func NewCommand() *cobra.Command {
 				return usage(errors.New("--image-release goes with --kubeadm-patches or --manifest"))
 			case imageRelease != "" && !validImageRelease(imageRelease):
 				return usage(fmt.Errorf("--image-release %s: want a Portcullis release (v1.37.2+portcullis.1) or a Kubernetes version (v1.37.2)", imageRelease))
-			case kubernetesVersion != "" && patches == "" && manifest == "":
-				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches or --manifest"))
+			case kubernetesVersion != "" && patches == "" && manifest == "" && !(rollback && unit != ""):
+				return usage(errors.New("--kubernetes-version goes with --kubeadm-patches, --manifest, or --rollback --systemd-unit"))
 			case (webhooks || podSecurityPolicy) && kubeconfig == "":
 				return usage(errors.New("--webhooks and --podsecuritypolicy need --kubeconfig"))
 			case kubeconfig != "" && !webhooks && !podSecurityPolicy && !rollback:
@@ -220,6 +220,9 @@ func NewCommand() *cobra.Command {
 				if service != nil {
 					report.checkSandbox(service)
 					report.checkUnitProgram(unit, service)
+					if rollback {
+						report.checkRollbackProgram(service, kubernetesVersion, version.Get().GitVersion)
+					}
 				}
 				if running != nil {
 					report.checkAgainstRunning(runningManifest, running.Args)
@@ -295,7 +298,7 @@ func NewCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&runningEnvironmentFiles, "running-environment-file", nil, "with --running-unit: an EnvironmentFile to expand its ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
 	cmd.Flags().StringArrayVar(&environmentFiles, "environment-file", nil, "with --systemd-unit: an EnvironmentFile to expand ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
 	cmd.Flags().StringVar(&patches, "kubeadm-patches", "", "a kubeadm --patches directory whose kube-apiserver image to check against this release and --kubernetes-version")
-	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches or --manifest: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); default this release's")
+	cmd.Flags().StringVar(&kubernetesVersion, "kubernetes-version", "", "with --kubeadm-patches or --manifest: the Kubernetes version kubeadm renders (kubeadm upgrade apply's); with --rollback --systemd-unit: the version of stock kube-apiserver the unit must run; default this release's")
 	cmd.Flags().StringVar(&imageRelease, "image-release", "", "with --manifest or --kubeadm-patches: the release an image pinned by a digest alone runs (v1.37.2+portcullis.1, or v1.37.2 for stock's image); without it such an image is a problem")
 	cmd.Flags().BoolVar(&webhooks, "webhooks", false, "also check the cluster's webhook configurations against the admission webhook good practices (needs --kubeconfig)")
 	cmd.Flags().BoolVar(&podSecurityPolicy, "podsecuritypolicy", false, "also judge the cluster's pod templates and pods as PodSecurityPolicy would once enabled (needs --kubeconfig)")

@@ -2,14 +2,17 @@ package preflight
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
 )
@@ -43,6 +46,53 @@ func (r *PreflightReport) checkUnitProgram(unitPath string, service *nodeconfig.
 	if port > 0 && port < unprivilegedPortStart() && !service.Capabilities().Has(capNetBindService) {
 		r.problem("--secure-port=%d: the unit leaves the server without CAP_NET_BIND_SERVICE (%s), which binding a port below %d needs; the server would fail to listen: add CAP_NET_BIND_SERVICE to CapabilityBoundingSet= (and AmbientCapabilities= for another user) in a drop-in, or use a port from %d up", port, service.CapabilitySettings(), unprivilegedPortStart(), unprivilegedPortStart())
 	}
+}
+
+// checkRollbackProgram reports, for a rollback (--rollback), a unit whose program is not stock
+// kube-apiserver of the Kubernetes version the node runs: targetVersion
+// (--kubernetes-version), or that of ours, the release running now. A stock binary left
+// from before an upgrade would run an API server older than the controller manager,
+// scheduler and kubelets, which the version-skew policy forbids. The program is asked its
+// version (--version), as an operator would.
+func (r *PreflightReport) checkRollbackProgram(service *nodeconfig.SystemdService, targetVersion, ours string) {
+	want := targetVersion
+	if want == "" {
+		want, _, _ = strings.Cut(ours, "+")
+	}
+	got, err := programVersion(service.Program)
+	switch {
+	case err != nil:
+		r.problem("--rollback: the unit runs %s, which does not say its version (%v): install stock kube-apiserver %s and point ExecStart (KUBE_APISERVER_BINARY in the kit's environment file) at it (docs/operating.md, 4)", service.Program, err, want)
+	case strings.Contains(got, "+portcullis."):
+		r.problem("--rollback, but the unit runs %s, a Portcullis release (%s): point ExecStart (KUBE_APISERVER_BINARY in the kit's environment file) at stock kube-apiserver %s (docs/operating.md, 4)", service.Program, got, want)
+	case got != want:
+		r.problem("--rollback: the unit runs %s, stock kube-apiserver %s, not %s, the version the node runs: a rollback must not change the version (an older API server than the controller manager, scheduler and kubelets breaks the version-skew policy); install stock kube-apiserver %s and point the unit at it (docs/operating.md, 4)", service.Program, got, want, want)
+	}
+}
+
+// programVersion runs program --version and returns the version a Kubernetes component
+// prints ("Kubernetes v1.37.2").
+func programVersion(program string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, "--version")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s --version: %w", program, err)
+	}
+	fields := strings.Fields(out.String())
+	if len(fields) != 2 || fields[0] != "Kubernetes" {
+		return "", fmt.Errorf("%s --version printed %q, not a Kubernetes component's version", program, strings.TrimSpace(limitString(out.String(), 200)))
+	}
+	return fields[1], nil
+}
+
+func limitString(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // unprivilegedPortStart is the kernel's net.ipv4.ip_unprivileged_port_start (1024 when it

@@ -82,3 +82,46 @@ func TestCheckUnitProgram(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckRollbackProgram(t *testing.T) {
+	const ours = "v1.37.2+portcullis.1"
+	dir := t.TempDir()
+	program := func(name, script string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	stock := program("stock", `echo "Kubernetes v1.37.2"`)
+	older := program("older", `echo "Kubernetes v1.36.5"`)
+	portcullis := program("portcullis", `echo "Kubernetes v1.37.2+portcullis.1"`)
+	failing := program("failing", `echo "unknown flag: --version" >&2; exit 1`)
+	other := program("other", `echo "etcd Version: 3.6.8"`)
+	tests := []struct {
+		name, program, target string
+		wantProblem           string
+	}{
+		{name: "stock of the version the node runs", program: stock},
+		{name: "stock of the version named", program: older, target: "v1.36.5"},
+		{name: "stock left from before an upgrade", program: older,
+			wantProblem: "--rollback: the unit runs " + older + ", stock kube-apiserver v1.36.5, not v1.37.2, the version the node runs"},
+		{name: "another patch than the one named", program: stock, target: "v1.37.3", wantProblem: "stock kube-apiserver v1.37.2, not v1.37.3"},
+		{name: "still Portcullis", program: portcullis, wantProblem: "--rollback, but the unit runs " + portcullis + ", a Portcullis release (v1.37.2+portcullis.1)"},
+		{name: "a program that does not say", program: failing, wantProblem: "which does not say its version"},
+		{name: "another program", program: other, wantProblem: "not a Kubernetes component's version"},
+		{name: "missing", program: filepath.Join(dir, "missing"), wantProblem: "which does not say its version"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &PreflightReport{}
+			r.checkRollbackProgram(&nodeconfig.SystemdService{Program: tc.program}, tc.target, ours)
+			switch {
+			case tc.wantProblem == "" && len(r.Problems) > 0:
+				t.Errorf("want no problem, got %q", r.Problems)
+			case tc.wantProblem != "" && (len(r.Problems) != 1 || !strings.Contains(r.Problems[0], tc.wantProblem)):
+				t.Errorf("want one problem saying %q, got %q", tc.wantProblem, r.Problems)
+			}
+		})
+	}
+}
