@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type SystemdService struct {
 	// assignment resets a setting; for the capability settings, whose empty assignment means
 	// the empty set rather than the default, it is kept as the one value "".
 	Settings map[string][]string
+	// Environment is what Environment= and the environment files give the process (and
+	// ExecStart's expansion), by name.
+	Environment map[string]string
 
 	// sources are, by setting, the files of the assignments in Settings, in the same order.
 	sources map[string][]string
@@ -111,7 +115,7 @@ func readSystemdUnit(unitPath string, environmentFiles []string, dropInRoots []s
 	if from := sources["ExecStart"]; len(from) > 0 {
 		execStartFile = from[len(from)-1]
 	}
-	return &SystemdService{Args: args, Program: program, ExecStartFile: execStartFile, Settings: unit, sources: sources}, nil
+	return &SystemdService{Args: args, Program: program, ExecStartFile: execStartFile, Settings: unit, Environment: env, sources: sources}, nil
 }
 
 // systemdDropIns returns the unit's drop-ins, <unit>.d/*.conf in the unit's directory and
@@ -408,6 +412,26 @@ func capabilitySet(assignments []string, initial CapabilitySet) CapabilitySet {
 
 // User, Group and SupplementaryGroups are User=, Group= and SupplementaryGroups= ("" and nil
 // when unset: the server runs as root, with the user's group).
+// Effective returns the assignments of a setting that are in force: those after its last
+// empty assignment, which resets it (for a setting that takes one value, the last is the
+// value).
+func (s *SystemdService) Effective(name string) []string {
+	values := s.Settings[name]
+	for i := len(values) - 1; i >= 0; i-- {
+		if values[i] == "" {
+			return values[i+1:]
+		}
+	}
+	return values
+}
+
+// ExpandsVariable reports whether ExecStart= names the environment variable name ($name or
+// ${name}): the variable is part of the command line, not only the process's environment.
+func (s *SystemdService) ExpandsVariable(name string) bool {
+	start := s.value("ExecStart")
+	return strings.Contains(start, "${"+name+"}") || regexp.MustCompile(`\$`+regexp.QuoteMeta(name)+`\b`).MatchString(start)
+}
+
 func (s *SystemdService) User() string  { return s.value("User") }
 func (s *SystemdService) Group() string { return s.value("Group") }
 func (s *SystemdService) SupplementaryGroups() []string {

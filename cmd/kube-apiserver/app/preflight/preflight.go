@@ -230,6 +230,7 @@ func NewCommand() *cobra.Command {
 				}
 				if runningService != nil {
 					report.checkAgainstRunningUnit(runningUnit, runningService.Args)
+					report.compareUnits(runningUnit, runningService, service)
 				}
 			}
 			report.Source = source

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +48,54 @@ func (r *PreflightReport) checkUnitProgram(unitPath string, service *nodeconfig.
 	}
 	if port > 0 && port < unprivilegedPortStart() && !service.Capabilities().Has(capNetBindService) {
 		r.problem("--secure-port=%d: the unit leaves the server without CAP_NET_BIND_SERVICE (%s), which binding a port below %d needs; the server would fail to listen: add CAP_NET_BIND_SERVICE to CapabilityBoundingSet= (and AmbientCapabilities= for another user) in a drop-in, or use a port from %d up", port, service.CapabilitySettings(), unprivilegedPortStart(), unprivilegedPortStart())
+	}
+}
+
+// unitSettingsJudgedElsewhere are the [Service] settings compareUnits leaves to other checks:
+// the command line (ExecStart=; the environment is compared apart), Type= (the kit's notify
+// is what kube-apiserver supports), and the sandbox and capabilities, which the kit's unit
+// tightens on purpose and checkSandbox and checkUnitProgram judge by what the server reads,
+// writes and binds.
+var unitSettingsJudgedElsewhere = regexp.MustCompile(`^(ExecStart|Environment|EnvironmentFile|Type|Protect.*|Private.*|Restrict.*|SystemCall.*|ReadWritePaths|ReadOnlyPaths|InaccessiblePaths|ExecPaths|NoExecPaths|(Logs|State|Cache|Runtime|Configuration)Directory(Mode)?|NoNewPrivileges|CapabilityBoundingSet|AmbientCapabilities|LockPersonality|MemoryDenyWriteExecute|UMask)$`)
+
+// compareUnits reports what the new unit changes in how the running one runs the server,
+// besides its flags (compareFlags): a setting of the running unit (User=, Group=, the
+// Limit*= and resource settings, Restart=, the timeouts, SyslogIdentifier=, ...) gone or
+// changed, and an environment variable it gives the server (one ExecStart= does not expand:
+// a proxy, GOMAXPROCS, GODEBUG, ...) gone or changed, are problems, as a manifest's pod
+// settings are; a setting the new unit adds is a note. Values of environment variables are
+// not printed: a proxy's may hold a password.
+func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeconfig.SystemdService) {
+	const hint = "carry it over in a drop-in (systemctl edit kube-apiserver), or take it out of the running unit first if it is meant to go"
+	for _, name := range slices.Sorted(maps.Keys(running.Settings)) {
+		if unitSettingsJudgedElsewhere.MatchString(name) {
+			continue
+		}
+		before, after := running.Effective(name), next.Effective(name)
+		switch {
+		case slices.Equal(before, after) || len(before) == 0 && len(after) == 0:
+		case len(after) == 0:
+			r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", name, strings.Join(before, " "), runningPath, hint)
+		default:
+			r.problem("%s= changes from %s (the running unit %s's) to %s: %s", name, strings.Join(before, " "), runningPath, strings.Join(after, " "), hint)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(next.Settings)) {
+		if _, ok := running.Settings[name]; ok || unitSettingsJudgedElsewhere.MatchString(name) || len(next.Effective(name)) == 0 {
+			continue
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", name, strings.Join(next.Effective(name), " "), runningPath))
+	}
+	for _, name := range slices.Sorted(maps.Keys(running.Environment)) {
+		if running.ExpandsVariable(name) {
+			continue
+		}
+		switch value, ok := next.Environment[name]; {
+		case !ok:
+			r.problem("the environment variable %s, which the running unit %s gives the server, is gone from the new unit: carry it over (Environment= in a drop-in, or the environment file)", name, runningPath)
+		case value != running.Environment[name]:
+			r.problem("the environment variable %s, which the running unit %s gives the server, changes its value in the new unit: carry it over as it is (Environment= in a drop-in, or the environment file)", name, runningPath)
+		}
 	}
 }
 

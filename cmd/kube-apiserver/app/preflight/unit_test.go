@@ -125,3 +125,81 @@ func TestCheckRollbackProgram(t *testing.T) {
 		})
 	}
 }
+
+func TestCompareUnits(t *testing.T) {
+	// An operator's unit: its own user, limits, restart policy and proxy.
+	const running = `[Service]
+User=kube
+Group=kube
+LimitNOFILE=65536
+TasksMax=4096
+Restart=always
+Environment=HTTPS_PROXY=http://user:secret@proxy.example:3128 NO_PROXY=10.0.0.0/8 BINARY=/usr/local/bin/kube-apiserver
+ProtectSystem=full
+ExecStart=/usr/bin/env ${BINARY} --secure-port=6443
+`
+	tests := []struct {
+		name, next   string
+		wantProblems []string
+		wantNotes    []string
+	}{
+		{name: "the same unit", next: running},
+		{name: "the same settings, hardened, another binary", next: strings.Replace(strings.Replace(running, "ProtectSystem=full", "ProtectSystem=strict\nPrivateTmp=yes\nCapabilityBoundingSet=", 1), "BINARY=/usr/local/bin/kube-apiserver", "BINARY=/usr/local/lib/portcullis/kube-apiserver", 1)},
+		{name: "the kit's unit in its place", next: `[Service]
+Type=notify
+Environment=BINARY=/usr/local/lib/portcullis/kube-apiserver
+ExecStart=/usr/bin/env ${BINARY} --secure-port=6443
+Restart=on-failure
+RestartSec=5s
+LimitNOFILE=1048576
+`,
+			wantProblems: []string{
+				"Group=kube, which the running unit RUNNING sets, is gone from the new unit: carry it over in a drop-in",
+				"LimitNOFILE= changes from 65536 (the running unit RUNNING's) to 1048576",
+				"Restart= changes from always (the running unit RUNNING's) to on-failure",
+				"TasksMax=4096, which the running unit RUNNING sets, is gone",
+				"User=kube, which the running unit RUNNING sets, is gone",
+				"the environment variable HTTPS_PROXY, which the running unit RUNNING gives the server, is gone from the new unit",
+				"the environment variable NO_PROXY, which the running unit RUNNING gives the server, is gone",
+			},
+			wantNotes: []string{"the new unit adds RestartSec=5s, which the running unit RUNNING does not set"}},
+		{name: "a drop-in's reset takes a setting away", next: strings.Replace(running, "TasksMax=4096", "TasksMax=4096\nTasksMax=", 1),
+			wantProblems: []string{"TasksMax=4096, which the running unit RUNNING sets, is gone"}},
+		{name: "a proxy's value changes", next: strings.Replace(running, "proxy.example:3128", "proxy.example:8080", 1),
+			wantProblems: []string{"the environment variable HTTPS_PROXY, which the running unit RUNNING gives the server, changes its value in the new unit"}},
+	}
+	dir := t.TempDir()
+	runningPath := writeFile(t, dir, "running-kube-apiserver.service", running)
+	before, err := nodeconfig.ReadSystemdUnit(runningPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			after, err := nodeconfig.ReadSystemdUnit(writeFile(t, t.TempDir(), "next-kube-apiserver.service", tc.next))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &PreflightReport{}
+			r.compareUnits("RUNNING", before, after)
+			if len(r.Problems) != len(tc.wantProblems) {
+				t.Errorf("problems: %q, want %d", r.Problems, len(tc.wantProblems))
+			}
+			for i := range min(len(r.Problems), len(tc.wantProblems)) {
+				if !strings.HasPrefix(r.Problems[i], tc.wantProblems[i]) {
+					t.Errorf("problem %d = %q, want it to start %q", i, r.Problems[i], tc.wantProblems[i])
+				}
+			}
+			for _, p := range r.Problems {
+				if strings.Contains(p, "secret") {
+					t.Errorf("a problem prints an environment variable's value: %q", p)
+				}
+			}
+			for _, want := range tc.wantNotes {
+				if !slices.Contains(r.Notes, want) {
+					t.Errorf("no note %q; notes: %q", want, r.Notes)
+				}
+			}
+		})
+	}
+}
