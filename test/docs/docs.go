@@ -73,7 +73,7 @@ const (
 	// The check once every API server of a control plane runs stock, and what mends what it
 	// finds.
 	KeyHAAPIServicesCheck  = "./kube-apiserver preflight --rollback --kubeconfig /etc/kubernetes/admin.conf"
-	KeyHAAPIServicesDelete = "delete apiservice v1beta1.policy v1alpha1.admissionregistration.k8s.io"
+	KeyHAAPIServicesDelete = "delete apiservice --ignore-not-found v1beta1.policy v1alpha1.admissionregistration.k8s.io"
 	KeyReadmePreflight     = "kube-apiserver preflight --manifest /etc/kubernetes/manifests/kube-apiserver.yaml"
 	KeyPSPApply            = "kubectl apply -f build/deploy/podsecuritypolicy/privileged.yaml"
 	KeyPSPGrantRestrict    = "kubectl -n team-a create role psp:restricted"

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -157,7 +158,17 @@ func keepAPIServices(server *aggregatorapiserver.APIAggregator, apis []nativeAPI
 		desired[i] = upstreamgroup.LocalAPIService(api.groupVersion, api.priority)
 	}
 	informer := server.APIRegistrationInformers.Apiregistration().V1().APIServices()
-	return server.GenericAPIServer.AddPostStartHook("portcullis-apiservice-keeper", func(hook genericapiserver.PostStartHookContext) error {
+	// The keeper stops as soon as the server's shutdown begins, not when its listener closes
+	// after --shutdown-delay-duration: a stock server that starts meanwhile (a surge rollout)
+	// must find nothing of ours recreated.
+	shutdown := make(chan struct{})
+	if err := server.GenericAPIServer.AddPreShutdownHook(apiServiceKeeperHook, func() error {
+		close(shutdown)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return server.GenericAPIServer.AddPostStartHook(apiServiceKeeperHook, func(hook genericapiserver.PostStartHookContext) error {
 		client, err := apiregistrationclient.NewForConfig(hook.LoopbackClientConfig)
 		if err != nil {
 			return err
@@ -166,10 +177,20 @@ func keepAPIServices(server *aggregatorapiserver.APIAggregator, apis []nativeAPI
 		if err != nil {
 			return err
 		}
-		go keeper.Run(hook, apiServiceResync)
+		ctx, cancel := context.WithCancel(hook)
+		go func() {
+			defer cancel()
+			select {
+			case <-shutdown:
+			case <-ctx.Done():
+			}
+		}()
+		go keeper.Run(ctx, apiServiceResync)
 		return nil
 	})
 }
+
+const apiServiceKeeperHook = "portcullis-apiservice-keeper"
 
 // apiServiceResync is how often the keeper checks its APIServices besides on deletions.
 const apiServiceResync = time.Minute

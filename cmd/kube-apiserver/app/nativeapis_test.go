@@ -104,6 +104,15 @@ func TestNativeAPIsAreTheServableAPIs(t *testing.T) {
 	if want := portcullisconfig.ServableAPIs(); !slices.Equal(served, want) {
 		t.Errorf("nativeAPIs serve %v, the Portcullis entry may name %v", served, want)
 	}
+	var resources []schema.GroupVersionResource
+	for _, api := range nativeAPIs() {
+		for _, r := range api.addition.Resources {
+			resources = append(resources, r.GroupVersionResource)
+		}
+	}
+	if want := portcullisconfig.ServableResources(); !slices.Equal(resources, want) {
+		t.Errorf("nativeAPIs serve %v, portcullisconfig.ServableResources names %v", resources, want)
+	}
 }
 
 // TestStockRegistersServableVersions: stock's own scheme registers every version of ours, so a

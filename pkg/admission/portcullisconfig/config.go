@@ -49,8 +49,24 @@ const legacyEnforcementEntryName = "EnforcementModes"
 // versions of ours the server can serve in upstream groups (pkg/registry; the command's
 // nativeAPIs serve them).
 func ServableAPIs() []schema.GroupVersion {
-	return []schema.GroupVersion{policyv1beta1.SchemeGroupVersion, admissionregistrationv1alpha1.SchemeGroupVersion}
+	apis := make([]schema.GroupVersion, len(servableResources))
+	for i, r := range servableResources {
+		apis[i] = r.GroupVersion()
+	}
+	return apis
 }
+
+// servableResources are the resources of ours, one a version, that ServableAPIs serve
+// (TestNativeAPIsAreTheServableAPIs holds them to what the native APIs serve).
+var servableResources = []schema.GroupVersionResource{
+	policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies"),
+	admissionregistrationv1alpha1.SchemeGroupVersion.WithResource("initializerconfigurations"),
+}
+
+// ServableResources are the resources of ours in the versions ServableAPIs names, in the
+// same order: where a version is also stock's (admissionregistration.k8s.io/v1alpha1 with
+// upstream's alpha resources turned on), only these say the server is ours.
+func ServableResources() []schema.GroupVersionResource { return slices.Clone(servableResources) }
 
 // legacyRuntimeConfigResources are the resources of ours that --runtime-config serves, the
 // form of earlier releases: policy/v1beta1's, in which stock serves no resource (its

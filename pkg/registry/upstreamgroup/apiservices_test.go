@@ -6,29 +6,69 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/fake"
 	"k8s.io/kube-aggregator/pkg/client/informers/externalversions"
 )
 
-func TestAPIServiceKeeper(t *testing.T) {
-	policy := LocalAPIService(schema.GroupVersion{Group: "policy", Version: "v1beta1"}, APIServicePriority{Group: 17100, Version: 9})
-	if got := policy.Labels["kube-aggregator.kubernetes.io/automanaged"]; got != "onstart" {
+var (
+	policyAPIService       = LocalAPIService(schema.GroupVersion{Group: "policy", Version: "v1beta1"}, APIServicePriority{Group: 17100, Version: 9})
+	initializersAPIService = LocalAPIService(schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1alpha1"}, APIServicePriority{Group: 16700, Version: 9})
+)
+
+func TestLocalAPIServiceIsLabelledAsUpstreamLabelsItsOwn(t *testing.T) {
+	if got := policyAPIService.Labels["kube-aggregator.kubernetes.io/automanaged"]; got != "onstart" {
 		t.Errorf("the APIService is labelled %q, not as upstream's aggregator labels its own (onstart)", got)
 	}
-	// Another server's, which the keeper must leave alone when it is deleted.
-	other := LocalAPIService(schema.GroupVersion{Group: "example.com", Version: "v1"}, APIServicePriority{Group: 100, Version: 9})
-	// An edited one: the keeper leaves it as it is.
-	edited := policy.DeepCopy()
-	edited.Spec.VersionPriority = 1
+}
 
-	client := fake.NewSimpleClientset(edited, other)
+// TestAPIServiceKeeperKeep: an APIService that exists is left as it is, even edited; a
+// missing one is created as desired.
+func TestAPIServiceKeeperKeep(t *testing.T) {
+	edited := policyAPIService.DeepCopy()
+	edited.Spec.VersionPriority = 1
+	client := fake.NewSimpleClientset(edited)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
-	keeper, err := NewAPIServiceKeeper(client.ApiregistrationV1(), factory.Apiregistration().V1().APIServices(), []*apiregistrationv1.APIService{policy})
+	informer := factory.Apiregistration().V1().APIServices()
+	keeper, err := NewAPIServiceKeeper(client.ApiregistrationV1(), informer, []*apiregistrationv1.APIService{policyAPIService, initializersAPIService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
+	client.ClearActions()
+	for _, name := range []string{policyAPIService.Name, initializersAPIService.Name} {
+		if err := keeper.keep(ctx, name); err != nil {
+			t.Fatalf("keep(%s): %v", name, err)
+		}
+	}
+	actions := client.Actions()
+	if len(actions) != 1 || actions[0].GetVerb() != "create" {
+		t.Fatalf("want one create (the missing APIService), got %v", actions)
+	}
+	got, err := client.ApiregistrationV1().APIServices().Get(ctx, policyAPIService.Name, metav1.GetOptions{})
+	if err != nil || got.Spec.VersionPriority != 1 {
+		t.Errorf("the edited APIService changed: %v, %+v", err, got)
+	}
+	created, err := client.ApiregistrationV1().APIServices().Get(ctx, initializersAPIService.Name, metav1.GetOptions{})
+	if err != nil || !reflect.DeepEqual(created.Spec, initializersAPIService.Spec) || !reflect.DeepEqual(created.Labels, initializersAPIService.Labels) {
+		t.Errorf("created %+v, want %+v", created, initializersAPIService)
+	}
+}
+
+// TestAPIServiceKeeperRecreates: an APIService deleted while the keeper runs comes back.
+func TestAPIServiceKeeperRecreates(t *testing.T) {
+	client := fake.NewSimpleClientset(policyAPIService.DeepCopy())
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	keeper, err := NewAPIServiceKeeper(client.ApiregistrationV1(), factory.Apiregistration().V1().APIServices(), []*apiregistrationv1.APIService{policyAPIService})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,38 +80,17 @@ func TestAPIServiceKeeper(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	services := client.ApiregistrationV1().APIServices()
-	get := func(name string) (*apiregistrationv1.APIService, error) {
-		return services.Get(ctx, name, metav1.GetOptions{})
-	}
-	// The keeper's first pass has run once the queue has seen and forgotten every name; a
-	// pass over an existing APIService writes nothing.
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return keeper.queue.Len() == 0 && factory.Apiregistration().V1().APIServices().Informer().HasSynced(), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := get(policy.Name); err != nil || got.Spec.VersionPriority != 1 {
-		t.Fatalf("the keeper changed an APIService that exists: %v, %+v", err, got)
-	}
-
-	// The other server's first: its deletion reaches the keeper before the policy's.
-	if err := services.Delete(ctx, other.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := services.Delete(ctx, policy.Name, metav1.DeleteOptions{}); err != nil {
+	if err := services.Delete(ctx, policyAPIService.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var recreated *apiregistrationv1.APIService
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		recreated, err = get(policy.Name)
+		recreated, err = services.Get(ctx, policyAPIService.Name, metav1.GetOptions{})
 		return err == nil, nil
 	}); err != nil {
-		t.Fatalf("the deleted APIService %s was not recreated: %v", policy.Name, err)
+		t.Fatalf("the deleted APIService %s was not recreated: %v", policyAPIService.Name, err)
 	}
-	if !reflect.DeepEqual(recreated.Spec, policy.Spec) || recreated.Labels["kube-aggregator.kubernetes.io/automanaged"] != "onstart" {
-		t.Errorf("recreated as %+v, labels %v; want %+v labelled onstart", recreated.Spec, recreated.Labels, policy.Spec)
-	}
-	if _, err := get(other.Name); !apierrors.IsNotFound(err) {
-		t.Errorf("the keeper recreated an APIService not its own: %v", err)
+	if !reflect.DeepEqual(recreated.Spec, policyAPIService.Spec) || !reflect.DeepEqual(recreated.Labels, policyAPIService.Labels) {
+		t.Errorf("recreated as %+v, labels %v; want %+v labelled onstart", recreated.Spec, recreated.Labels, policyAPIService.Spec)
 	}
 }

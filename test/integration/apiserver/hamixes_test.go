@@ -77,15 +77,40 @@ func TestHAMixes(t *testing.T) {
 	ctx := context.Background()
 
 	a := haMember{"ours-a", framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...), true}
-	b := haMember{"ours-b", framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...), true}
 	dyn := dynamic.NewForConfigOrDie(a.server.Config)
-	registered := map[string]*unstructured.Unstructured{}
+	services := dyn.Resource(apiServiceResource)
+	// What upstream's aggregator registers, told apart from what ours recreates: each
+	// APIService given wrong priorities before the second server of ours starts, whose
+	// aggregator corrects it (it updates, once, an APIService of its own present at its start;
+	// the keeper leaves one that exists alone).
 	for name := range oursAPIServices {
-		svc, err := dyn.Resource(apiServiceResource).Get(ctx, name, metav1.GetOptions{})
+		svc, err := services.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatalf("upstream's aggregator in ours did not register %s: %v", name, err)
+			t.Fatalf("ours did not register %s: %v", name, err)
 		}
-		registered[name] = svc
+		if err := unstructured.SetNestedField(svc.Object, int64(1), "spec", "groupPriorityMinimum"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := services.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := haMember{"ours-b", framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...), true}
+	registered := map[string]*unstructured.Unstructured{}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for name := range oursAPIServices {
+			svc, err := services.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if priority, _, _ := unstructured.NestedInt64(svc.Object, "spec", "groupPriorityMinimum"); priority == 1 {
+				return false, nil
+			}
+			registered[name] = svc
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("upstream's aggregator in the second server of ours did not correct the APIServices: %v", err)
 	}
 	for _, doc := range []string{haPolicy, exampleInitializerConfiguration} {
 		obj := fromYAML(t, doc)
@@ -114,7 +139,7 @@ func TestHAMixes(t *testing.T) {
 	framework.StartControllerManager(t, bins.ControllerManager, c.server)
 	t.Run("the APIServices ours recreates are those upstream's aggregator registered", func(t *testing.T) {
 		for name, want := range registered {
-			got, err := dyn.Resource(apiServiceResource).Get(ctx, name, metav1.GetOptions{})
+			got, err := services.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +175,7 @@ func TestHAMixes(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a member of ours removed, not swapped back: preflight --rollback finds the APIServices it left", func(t *testing.T) {
+	t.Run("a server of ours added and removed after the last stock start (a surge rollout's end): preflight --rollback finds the APIServices it left", func(t *testing.T) {
 		// The directory the guide runs in: ./kube-apiserver, and the node's admin.conf.
 		dir, etc := t.TempDir(), t.TempDir()
 		if err := os.Symlink(bins.APIServer, filepath.Join(dir, "kube-apiserver")); err != nil {
@@ -161,17 +186,20 @@ func TestHAMixes(t *testing.T) {
 		check := docs.Block(t, docs.Operating, docs.KeyHAAPIServicesCheck)
 		docs.Run(t, check, opts)
 
-		// What the last member of ours leaves when it stops for good: the APIServices it
-		// kept, which no stock start deleted.
-		services := dynamic.NewForConfigOrDie(c.server.Config).Resource(apiServiceResource)
-		for _, svc := range registered {
-			left := &unstructured.Unstructured{Object: map[string]any{"apiVersion": svc.GetAPIVersion(), "kind": svc.GetKind(), "spec": svc.Object["spec"]}}
-			left.SetName(svc.GetName())
-			left.SetLabels(svc.GetLabels())
-			if _, err := services.Create(ctx, left, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
+		f := framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...)
+		stockServices := dynamic.NewForConfigOrDie(c.server.Config).Resource(apiServiceResource)
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			for name := range oursAPIServices {
+				if _, err := stockServices.Get(ctx, name, metav1.GetOptions{}); err != nil {
+					return false, nil
+				}
 			}
+			return true, nil
+		}); err != nil {
+			t.Fatalf("a server of ours started after stock's did not register the APIServices: %v", err)
 		}
+		f.Stop(t)
+
 		_, _, err := discovery.NewDiscoveryClientForConfigOrDie(c.server.Config).WithLegacy().ServerGroupsAndResources()
 		var failed *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &failed) {

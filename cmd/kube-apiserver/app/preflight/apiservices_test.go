@@ -6,31 +6,46 @@ import (
 )
 
 func TestAddAPIServiceStates(t *testing.T) {
+	left := []apiServiceState{{name: "v1beta1.policy"}, {name: "v1alpha1.admissionregistration.k8s.io", registered: true}}
 	tests := []struct {
-		name                    string
-		states                  []apiServiceState
-		wantProblems, wantNotes []string
+		name                                  string
+		states                                []apiServiceState
+		alone                                 bool
+		wantProblems, wantWarnings, wantNotes []string
 	}{
-		{name: "none registered", states: []apiServiceState{{name: "v1beta1.policy"}, {name: "v1alpha1.admissionregistration.k8s.io"}}},
+		{name: "none registered", alone: true, states: []apiServiceState{{name: "v1beta1.policy"}, {name: "v1alpha1.admissionregistration.k8s.io"}}},
 		{
-			name:      "registered and served: a server of ours answered",
-			states:    []apiServiceState{{name: "v1beta1.policy", registered: true, served: true}},
+			name:      "served with our resource: a server of ours answered",
+			alone:     true,
+			states:    []apiServiceState{{name: "v1beta1.policy", registered: true, answered: true, ours: true}},
 			wantNotes: []string{"APIService v1beta1.policy is served by the API server that answered, a Portcullis one"},
 		},
 		{
-			name:         "registered and not served: left behind, or a stock server answered during a mix",
-			states:       []apiServiceState{{name: "v1beta1.policy"}, {name: "v1alpha1.admissionregistration.k8s.io", registered: true}},
-			wantProblems: []string{"APIService v1alpha1.admissionregistration.k8s.io points at nothing on the API server that answered (stock serves nothing there): once every API server runs stock, legacy discovery (/apis) fails for every client that reads it"},
+			name:      "served without our resource: stock turns the version on for its own",
+			alone:     true,
+			states:    []apiServiceState{{name: "v1alpha1.admissionregistration.k8s.io", registered: true, answered: true}},
+			wantNotes: []string{"APIService v1alpha1.admissionregistration.k8s.io is for upstream's own resources of its version"},
+		},
+		{
+			name:         "left behind, checked alone",
+			alone:        true,
+			states:       left,
+			wantProblems: []string{"APIService v1alpha1.admissionregistration.k8s.io points at nothing: the API server that answered serves nothing in its version"},
+		},
+		{
+			name:         "not served, beside a manifest: a stock server of a half-done rollback answers the same",
+			states:       left,
+			wantWarnings: []string{"APIService v1alpha1.admissionregistration.k8s.io: the API server that answered serves nothing in its version"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &PreflightReport{}
-			r.addAPIServiceStates(tt.states)
+			r.addAPIServiceStates(tt.states, tt.alone)
 			for _, c := range []struct {
 				what      string
 				got, want []string
-			}{{"problems", r.Problems, tt.wantProblems}, {"notes", r.Notes, tt.wantNotes}} {
+			}{{"problems", r.Problems, tt.wantProblems}, {"warnings", r.Warnings, tt.wantWarnings}, {"notes", r.Notes, tt.wantNotes}} {
 				if len(c.got) != len(c.want) {
 					t.Fatalf("%s: %q, want %d", c.what, c.got, len(c.want))
 				}

@@ -99,9 +99,9 @@ at Deny level is a problem. --webhooks alone checks only the webhooks.
 
 With --rollback --kubeconfig FILE it also reads the APIServices of the versions Portcullis
 serves (policy/v1beta1, admissionregistration.k8s.io/v1alpha1) and asks the server that
-answers for each: one that exists where the server serves nothing is a problem (after a
-rollback, a stale APIService breaks legacy discovery for every client); run it alone once
-every API server runs stock.
+answers what it serves in each. Run alone, once every API server runs stock, one that points
+at nothing is a problem (it breaks legacy discovery for every client that reads it); beside a
+manifest or unit, where a stock server of a half-done rollback answers the same, a warning.
 
 With --podsecuritypolicy --kubeconfig FILE it reads the cluster's PodSecurityPolicies, pod
 templates (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs) and pods
@@ -252,12 +252,14 @@ func NewCommand() *cobra.Command {
 				}
 				report.addPodSecurityPolicyReport(found)
 			}
+			// The cluster's APIServices alone: the check once every API server runs stock.
+			apiServicesAlone := rollback && kubeconfig != "" && source == "" && patches == "" && !webhooks && !podSecurityPolicy
 			if rollback && kubeconfig != "" {
 				states, err := apiServiceStates(cmd.Context(), kubeconfig)
 				if err != nil {
 					return usage(err)
 				}
-				report.addAPIServiceStates(states)
+				report.addAPIServiceStates(states, apiServicesAlone)
 			}
 			report.judge()
 			report.decide()
@@ -268,10 +270,13 @@ func NewCommand() *cobra.Command {
 			} else {
 				report.Print(cmd.OutOrStdout())
 			}
-			switch report.ExitCode {
-			case ExitUnsafe:
+			switch {
+			case report.ExitCode == ExitUnsafe && apiServicesAlone:
+				// A check after the swaps, not before one.
+				return fmt.Errorf("preflight found %d problem(s)", len(report.Problems))
+			case report.ExitCode == ExitUnsafe:
 				return fmt.Errorf("preflight found %d problem(s): the swap is not safe", len(report.Problems))
-			case ExitRollbackBlocked:
+			case report.ExitCode == ExitRollbackBlocked:
 				setExitCode(cmd.Context(), ExitRollbackBlocked)
 				return fmt.Errorf("preflight found %d reason(s) a rollback to stock would fail", len(report.RollbackBlockers))
 			}
@@ -294,7 +299,7 @@ func NewCommand() *cobra.Command {
 	cmd.Flags().StringVar(&manifest, "manifest", "", "a static pod manifest whose kube-apiserver container's command line to check")
 	cmd.Flags().StringVar(&runningManifest, "running-manifest", "", "with --manifest: the manifest the node runs now, whose flags and pod settings the new one must keep")
 	cmd.Flags().StringVar(&unit, "systemd-unit", "", "a systemd unit whose ExecStart (and sandbox) to check")
-	cmd.Flags().BoolVar(&rollback, "rollback", false, "with --running-manifest or --running-unit: the new command line is a rollback to stock, which drops Portcullis's plugin names and must run stock's image")
+	cmd.Flags().BoolVar(&rollback, "rollback", false, "with --running-manifest or --running-unit: the new command line is a rollback to stock, which drops Portcullis's plugin names and must run stock's image (or binary, of the running Kubernetes version); with --kubeconfig: also check the cluster's APIServices of Portcullis's versions (alone: once every API server runs stock)")
 	cmd.Flags().StringVar(&runningUnit, "running-unit", "", "with --systemd-unit: the unit the node runs now (its backup), whose flags the new one must keep")
 	cmd.Flags().StringArrayVar(&runningEnvironmentFiles, "running-environment-file", nil, "with --running-unit: an EnvironmentFile to expand its ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
 	cmd.Flags().StringArrayVar(&environmentFiles, "environment-file", nil, "with --systemd-unit: an EnvironmentFile to expand ExecStart with, in place of the unit's own (repeat it for several, in the unit's order)")
