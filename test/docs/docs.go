@@ -45,18 +45,20 @@ type Entry struct {
 // source is checked for it).
 const (
 	// docs/operating.md
-	KeyCheckBinary      = "sha256sum --check --ignore-missing SHA256SUMS"
-	KeyKubeadmBackup    = "cp /etc/kubernetes/manifests/kube-apiserver.yaml /root/kube-apiserver.yaml.stock"
-	KeyKubeadmInstall   = "install -d /etc/kubernetes/patches /etc/kubernetes/portcullis"
-	KeyKubeadmGetConfig = "# edit /root/kubeadm-cluster.yaml: add apiServer.extraArgs"
-	KeyKubeadmRender    = "cat > /root/kubeadm-node.yaml <<EOF"
-	KeyKubeadmUpload    = "^kubeadm init phase upload-config kubeadm --config /root/kubeadm-node.yaml"
-	KeyKubeadmCheck     = "kubectl version"
-	KeyKubeadmRestart   = "crictl stop --timeout 30 $(crictl ps -q --name kube-apiserver)"
-	KeySystemdInstall   = "install -D -m 0755 linux/amd64/kube-apiserver /usr/local/lib/portcullis/"
-	KeySystemdBackup    = "install -d -m 0700 /root/portcullis-backup"
-	KeySystemdPreflight = "--running-unit /root/portcullis-backup/kube-apiserver.service"
-	KeyUpgradePatch     = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches --kubernetes-version \"${NEW%%+*}\""
+	KeyCheckBinary       = "sha256sum --check --ignore-missing SHA256SUMS"
+	KeyKubeadmBackup     = "cp /etc/kubernetes/manifests/kube-apiserver.yaml /root/kube-apiserver.yaml.stock"
+	KeyKubeadmInstall    = "install -d /etc/kubernetes/patches /etc/kubernetes/portcullis"
+	KeyKubeadmPatchCheck = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches\n"
+	KeyWebhooksPreflight = "./kube-apiserver preflight --webhooks --kubeconfig ~/.kube/config"
+	KeyKubeadmGetConfig  = "# edit /root/kubeadm-cluster.yaml: add apiServer.extraArgs"
+	KeyKubeadmRender     = "cat > /root/kubeadm-node.yaml <<EOF"
+	KeyKubeadmUpload     = "^kubeadm init phase upload-config kubeadm --config /root/kubeadm-node.yaml"
+	KeyKubeadmCheck      = "kubectl version"
+	KeyKubeadmRestart    = "crictl stop --timeout 30 $(crictl ps -q --name kube-apiserver)"
+	KeySystemdInstall    = "install -D -m 0755 linux/amd64/kube-apiserver /usr/local/lib/portcullis/"
+	KeySystemdBackup     = "install -d -m 0700 /root/portcullis-backup"
+	KeySystemdPreflight  = "--running-unit /root/portcullis-backup/kube-apiserver.service"
+	KeyUpgradePatch      = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches --kubernetes-version \"${NEW%%+*}\""
 	// Step 3's blocks, for nodes on cgroup v2 and on cgroup v1 (the flag): the plain node block
 	// is a prefix of the other, so its key is the whole line.
 	KeyUpgradeApply         = "kubeadm upgrade apply \"${NEW%%+*}\" --patches /etc/kubernetes/patches\n"
@@ -112,6 +114,8 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: "./kube-apiserver preflight -- --etcd-servers=https://127.0.0.1:2379 --tls-cert-file=...", Untestable: "`--tls-cert-file=...` is a placeholder: preflight reports the file `...` missing and exits 1"},
 	{File: "docs/operating.md", Key: KeyKubeadmBackup, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyKubeadmInstall, Test: operatingKubeadmTest},
+	{File: "docs/operating.md", Key: KeyKubeadmPatchCheck, Test: runnerPackage + ".TestOperatingKubeadm"},
+	{File: "docs/operating.md", Key: KeyWebhooksPreflight, Test: runnerPackage + ".TestOperatingKubeadm"},
 	{File: "docs/operating.md", Key: KeyKubeadmGetConfig, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyKubeadmRender, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyKubeadmUpload, Test: operatingKubeadmTest},

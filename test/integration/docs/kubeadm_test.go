@@ -23,9 +23,11 @@ const renderedManifest = "portcullis-render/kube-apiserver.yaml"
 // laid out, with our server standing in for the kubelet's static pod (the real node,
 // test/node.TestKubeadmNode, is the proof of record: make test-node), running each block as
 // written; it keeps in make test what the real node does not run: a rollback after the
-// cluster was upgraded renders stock at the upgraded version. The blocks: the README's preflight of the running manifest,
-// then steps 1, 3 and 4 (the ConfigMap read; the edit is the operator's, done here in Go as
-// the step describes), 5 (render and preflight, upload) and the check after it.
+// cluster was upgraded renders stock at the upgraded version. The blocks: the README's
+// preflight of the running manifest and the webhooks' check, then steps 1, 3 (install, and
+// the patch's check) and 4 (the ConfigMap read; the edit is the operator's, done here in Go
+// as the step describes), 5 (render and preflight, upload) and the check after it, of a
+// server started, as the kubelet would, from the installed manifest.
 func TestOperatingKubeadm(t *testing.T) {
 	n := kubeadmNode(t)
 	repo := docs.RepoRoot(t)
@@ -36,6 +38,13 @@ func TestOperatingKubeadm(t *testing.T) {
 	out, _ := n.run(t, "README.md", docs.KeyReadmePreflight)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the running manifest:\n%s", out)
+	}
+
+	// The webhooks' check before the swap, through the operator's kubeconfig.
+	writeFile(t, filepath.Join(n.root, ".kube", "config"), string(docs.ReadFile(t, filepath.Join(n.etc, "admin.conf"))))
+	out, _ = n.run(t, docs.Operating, docs.KeyWebhooksPreflight)
+	if !strings.Contains(out, "No problems found") || !strings.Contains(out, "webhook") {
+		t.Errorf("preflight --webhooks of the running manifest:\n%s", out)
 	}
 
 	// 1. Back up the manifest.
@@ -50,6 +59,12 @@ func TestOperatingKubeadm(t *testing.T) {
 		if !bytes.Equal(docs.ReadFile(t, filepath.Join(n.etc, installed)), docs.ReadFile(t, filepath.Join(repo, shipped))) {
 			t.Errorf("/etc/kubernetes/%s is not %s", installed, shipped)
 		}
+	}
+
+	// 3. Check the patch with the new binary.
+	out, _ = n.run(t, docs.Operating, docs.KeyKubeadmPatchCheck)
+	if want := "sets the kube-apiserver image " + docs.PatchImage(t, filepath.Join(repo, docs.StaticPodPatch)); !strings.Contains(out, want) || !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the installed patch does not say %q and find no problem:\n%s", want, out)
 	}
 
 	// 4. Read the ClusterConfiguration, then merge kubeadm-config.yaml into it.
@@ -103,7 +118,13 @@ func TestOperatingKubeadm(t *testing.T) {
 		t.Errorf("/etc/kubernetes/manifests/kube-apiserver.yaml is not the rendered manifest")
 	}
 
-	// Then the check.
+	// The kubelet restarts the pod from the new manifest; then the check, of that server.
+	chains := n.serveManifest(t)
+	for _, name := range docs.FragmentPlugins(t, fragment) {
+		if !slices.Contains(chains.Mutating, name) && !slices.Contains(chains.Validating, name) {
+			t.Errorf("the server started from the installed manifest does not run %s: mutating %v, validating %v", name, chains.Mutating, chains.Validating)
+		}
+	}
 	out, _ = n.run(t, docs.Operating, docs.KeyKubeadmCheck)
 	if !strings.Contains(out, "ok") || !strings.Contains(out, "Server Version: "+version(t)) {
 		t.Errorf("the check printed:\n%s", out)

@@ -17,10 +17,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -86,6 +88,7 @@ func kubernetesVersion(t *testing.T) string {
 type node struct {
 	tools
 	server *framework.APIServer
+	etcd   *framework.Etcd
 	// etc, root and work stand in for /etc/kubernetes, /root and the operator's working
 	// directory (the release's files: ./kube-apiserver and build/deploy/).
 	etc, root, work string
@@ -119,8 +122,53 @@ func newNode(t *testing.T, mounts map[string]string) *node {
 // flags.
 func (n *node) startServer(t *testing.T, files *controlplane.PKI, flags ...string) {
 	t.Helper()
-	etcd := framework.StartEtcd(t, n.bins.Etcd)
-	n.server = framework.StartAPIServerWithPKI(t, n.bins.APIServer, etcd, files, flags...)
+	n.etcd = framework.StartEtcd(t, n.bins.Etcd)
+	n.server = framework.StartAPIServerWithPKI(t, n.bins.APIServer, n.etcd, files, flags...)
+}
+
+// serveManifest does the kubelet's part once a manifest is in place: it stops the node's
+// server and starts our binary with the command line of /etc/kubernetes/manifests'
+// kube-apiserver.yaml, on the same port (where the node's address and port 6443 forward),
+// and waits for /readyz; it returns the admission chains the server logged. The node's paths in the flags become the directories standing in
+// for them, and the manifest's etcd (kubeadm's, on the node, over TLS) the test's; every
+// other flag is the manifest's as written.
+func (n *node) serveManifest(t *testing.T) controlplane.Chains {
+	t.Helper()
+	command := apiServerContainer(t, readPod(t, filepath.Join(n.etc, "manifests", "kube-apiserver.yaml"))).Command
+	var args []string
+	for _, arg := range command[1:] {
+		name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		switch name {
+		case "etcd-servers":
+			args = append(args, "--etcd-servers="+n.etcd.ClientURL)
+		case "etcd-cafile", "etcd-certfile", "etcd-keyfile":
+		case "secure-port":
+			args = append(args, fmt.Sprintf("--secure-port=%d", n.server.Port))
+		default:
+			args = append(args, strings.ReplaceAll(arg, "=/etc/kubernetes/", "="+n.etc+"/"))
+		}
+	}
+	if _, ok := flagValue(command, "secure-port"); !ok {
+		args = append(args, fmt.Sprintf("--secure-port=%d", n.server.Port))
+	}
+	n.server.Stop(t)
+	logFile := filepath.Join(t.TempDir(), "kube-apiserver.log")
+	running := framework.StartProcess(t, "kube-apiserver from the manifest", logFile, n.bins.APIServer, args...)
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := running(); err != nil {
+			return false, fmt.Errorf("the server from the manifest exited: %w", err)
+		}
+		_, err := n.server.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("kube-apiserver %q: %v", args, err)
+	}
+	chains, err := controlplane.ParseChains(docs.ReadFile(t, logFile))
+	if err != nil {
+		t.Fatalf("%s: %v", logFile, err)
+	}
+	return chains
 }
 
 // writeAdminConf writes, for a server with a PKI of its own, what kubeadm init writes:

@@ -1,0 +1,113 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// InlineEntry accounts for one inline command line of a document: a code span outside the
+// command blocks that holds a command an operator could type, a program of the tools the
+// docs use with a flag, a path, a placeholder or a pipe (InlineCommands finds them; a span
+// that only names a command, `kubeadm upgrade apply`, is a name, not a step). Either the
+// same command is in a command block (Block: that block's key in Blocks, which says how it
+// runs), or NotRun says why the span is not run as written.
+type InlineEntry struct {
+	// File is the document; Text the span's text exactly.
+	File, Text string
+	// Block is the key of the command block of Blocks (in any document) whose text holds
+	// Text, its trailing placeholder ("…") left out.
+	Block string
+	// NotRun is why the span is not a command to run as written.
+	NotRun string
+}
+
+// Inline accounts for every inline command line of the documentation.
+var Inline = []InlineEntry{
+	{File: "README.md", Text: "kube-apiserver --version", NotRun: "what make build's binary answers, in the table of make targets; test/integration/apiserver and test/release run the binary with --version and check the answer"},
+	{File: "docs/node.md", Text: "ctr -n k8s.io images import", NotRun: "names how the real node's harness loads its images (test/node does it), not an operator's step"},
+	{File: "docs/node.md", Text: "curl http://…", NotRun: "the exec handlers of conformance's pods, which they run on the real node (… is their URL)"},
+	{File: "docs/operating.md", Text: "skopeo copy --all oci-archive:kube-apiserver-v1.37.2+portcullis.1.oci.tar docker://registry.example.com/portcullis/kube-apiserver:v1.37.2_portcullis.1", Block: "docker://registry.example.com/portcullis/kube-apiserver"},
+	{File: "docs/operating.md", Text: "crictl ps --name kube-apiserver", NotRun: "a look at the runtime while the kubelet restarts the pod, nothing to check in its output; the real node (test/node) waits for the same container through its own CRI client"},
+	{File: "docs/operating.md", Text: "kubeadm join --control-plane", NotRun: "names kubeadm's join of another control-plane node: its arguments (endpoint, token, CA hash, certificate key) are the cluster's, printed by kubeadm init"},
+	{File: "docs/operating.md", Text: "journalctl -f", NotRun: "the form the page warns against (it never returns)"},
+	{File: "docs/operating.md", Text: "kubectl get --raw /readyz", Block: KeyKubeadmCheck},
+	{File: "docs/operating.md", Text: `kubectl get … \| kubectl replace`, NotRun: "names a kind of stock-side maintenance (… is the resource), not a step of this guide"},
+	{File: "docs/operating.md", Text: "kubectl get --raw /apis", NotRun: "names legacy discovery in a table of what clients see; test/integration/apiserver.TestHAMixes reads it through client-go"},
+	{File: "docs/operating.md", Text: "kubeadm upgrade node --patches …", Block: KeyUpgradeNodeCgroupV1},
+	{File: "docs/plugins/initializers.md", Text: "kubectl get pods -l '!initializer.admission.portcullis.io/uninitialized'", NotRun: "a label selector shown in prose: the label is the plugin's UninitializedLabel, which test/integration/apiserver.TestInitializers checks on every gated pod"},
+	{File: "docs/plugins/persistentvolumelabel.md", Text: `kubectl get pv pv-1 -o json | jq 'del(.metadata.labels, .metadata.resourceVersion, .metadata.uid, .spec.claimRef, .spec.nodeAffinity) | .metadata.name += "-check"' | kubectl create --dry-run=server -o yaml -f -`, NotRun: "needs a cluster's PersistentVolume pv-1 labelled by the operator's own webhook; the dry-run create of a copy is what test/integration/apiserver.TestPersistentVolumeLabel's migration case does through client-go"},
+	{File: "docs/plugins/persistentvolumelabel.md", Text: "kubectl create --dry-run=server", NotRun: "names a server-side dry run"},
+	{File: "docs/plugins/podsecuritypolicy.md", Text: "kube-apiserver preflight --podsecuritypolicy", Block: KeyPSPPreflight},
+	{File: "docs/plugins/podsecuritypolicy.md", Text: "kubectl get psp -o yaml", Block: KeyPSPMigrate},
+	{File: "docs/registry.md", Text: "cp VERSION releases/1.37/VERSION", NotRun: "a maintainer's step of the first release of a new minor, on a repository at that point; make verify checks what it leaves (each minor's VERSION against its pins)"},
+	{File: "docs/release.md", Text: "sha256sum -c", NotRun: "names the format of SHA256SUMS; docs/operating.md's check runs sha256sum --check on it"},
+	{File: "docs/release.md", Text: "kube-apiserver preflight --systemd-unit", Block: KeySystemdPreflight},
+	{File: "docs/troubleshooting.md", Text: "kube-apiserver preflight --manifest …", Block: KeyReadmePreflight},
+	{File: "docs/troubleshooting.md", Text: "kubeadm join --control-plane", NotRun: "names kubeadm's join of another control-plane node: its arguments are the cluster's"},
+	{File: "docs/webhooks.md", Text: "kubectl --request-timeout=2s", NotRun: "names a client's timeout, to say what margin it gets"},
+	{File: "docs/webhooks.md", Text: "kube-apiserver preflight --webhooks --kubeconfig FILE", NotRun: "FILE is a placeholder: docs/operating.md's block (Webhooks before the swap) runs it with a kubeconfig"},
+	{File: "docs/webhooks.md", Text: "kubectl create --dry-run=server", NotRun: "names a server-side dry run, in a table of what test/integration/webhook checks"},
+}
+
+// inlineCommand is an inline command line: a program of the tools the docs use, then an
+// argument; commandArgument what makes it more than a command's name.
+var (
+	inlineCommand   = regexp.MustCompile(`^(\./)?(kubectl|kubeadm|systemctl|journalctl|crictl|kube-apiserver|skopeo|curl|sha256sum|ctr|systemd-analyze|promtool|cp|mv|install|sed|rm) \S`)
+	commandArgument = regexp.MustCompile(`\s-|/|…|\.\.\.|\|`)
+	codeSpan        = regexp.MustCompile("`([^`\n]+)`")
+)
+
+// InlineSpan is an inline command line of a document.
+type InlineSpan struct {
+	File string
+	Line int
+	Text string
+}
+
+// InlineCommands returns the inline command lines of every document under root: code spans
+// outside fenced blocks that inlineCommand and commandArgument match.
+func InlineCommands(root string) ([]InlineSpan, error) {
+	files, err := Documents(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []InlineSpan
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return nil, err
+		}
+		fence := ""
+		for i, line := range strings.Split(string(data), "\n") {
+			if fence != "" {
+				if isClosingFence(line, fence) {
+					fence = ""
+				}
+				continue
+			}
+			if m := openingFence.FindStringSubmatch(line); m != nil {
+				fence = m[2]
+				continue
+			}
+			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
+				if inlineCommand.MatchString(m[1]) && commandArgument.MatchString(m[1]) {
+					out = append(out, InlineSpan{File: f, Line: i + 1, Text: m[1]})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// SameCommand reports whether a command block's text holds an inline command: each with its
+// line continuations joined and its spaces collapsed, the inline one without a trailing
+// placeholder (…, ...).
+func SameCommand(block, inline string) bool {
+	normalize := func(s string) string {
+		return strings.Join(strings.Fields(strings.ReplaceAll(s, "\\\n", " ")), " ")
+	}
+	inline = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(inline), "…"), "..."))
+	return inline != "" && strings.Contains(normalize(block), normalize(inline))
+}
