@@ -95,23 +95,10 @@ func TestOperatingSystemdInstall(t *testing.T) {
 // unit and environment file written over them (step 3, the operator's copy, done here), and
 // the preflight of the new unit against the backup, which must pass.
 func TestOperatingSystemd(t *testing.T) {
-	tl := findTools(t)
-	dir := operatorDir(t, tl)
-	etc, root, units, lib := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
-	opts := docs.Options{
-		Mounts:   map[string]string{"/etc/kubernetes": etc, "/root": root, "/etc/systemd/system": units, "/usr/local/lib/portcullis": lib},
-		Path:     []string{tl.dir},
-		Dir:      dir,
-		Hostname: nodeName,
-	}
-	repo := docs.RepoRoot(t)
-	config := kubeadmConfiguration(t, "")
-	docs.Run(t, "kubeadm init phase certs all --config "+config+"\n", opts)
-	writeFile(t, filepath.Join(etc, "portcullis", "admission-config.yaml"), string(docs.ReadFile(t, filepath.Join(repo, docs.AdmissionConfig))))
+	n := newSystemdNode(t)
+	etc, root, units, opts, unit, env := n.etc, n.root, n.units, n.opts, n.unit, n.env
 
 	// The node as it runs: the kit's unit, stock's binary and stock's plugins.
-	unit := string(docs.ReadFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.service")))
-	env := string(docs.ReadFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.env")))
 	runningEnv := setEnv(t, env, "KUBE_APISERVER_BINARY", "/usr/local/bin/kube-apiserver")
 	runningEnv = setEnv(t, runningEnv, "ENABLE_ADMISSION_PLUGINS", "NodeRestriction")
 	// A flag of the node's own, which the kit's environment file does not have.
@@ -139,6 +126,100 @@ func TestOperatingSystemd(t *testing.T) {
 	out, _ := docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdPreflight), opts)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the new unit:\n%s", out)
+	}
+}
+
+// systemdNode is a systemd node's file system, standing in directories: the certificates
+// kubeadm's layout puts in /etc/kubernetes/pki (the kit's environment file names them there;
+// made by the real kubeadm), the kit's admission configuration, and a release's directory
+// after the guide's first block; unit and env are the kit's unit and environment file.
+type systemdNode struct {
+	tl                               tools
+	dir, etc, root, units, lib, kube string
+	opts                             docs.Options
+	unit, env                        string
+}
+
+func newSystemdNode(t *testing.T) *systemdNode {
+	t.Helper()
+	tl := findTools(t)
+	n := &systemdNode{tl: tl, dir: operatorDir(t, tl), etc: t.TempDir(), root: t.TempDir(), units: t.TempDir(), lib: t.TempDir(), kube: t.TempDir()}
+	n.opts = docs.Options{
+		Mounts: map[string]string{"/etc/kubernetes": n.etc, "/root": n.root, "/etc/systemd/system": n.units,
+			"/usr/local/lib/portcullis": n.lib, "/usr/local/lib/kubernetes": n.kube},
+		Path:     []string{tl.dir},
+		Dir:      n.dir,
+		Hostname: nodeName,
+	}
+	repo := docs.RepoRoot(t)
+	config := kubeadmConfiguration(t, "")
+	docs.Run(t, "kubeadm init phase certs all --config "+config+"\n", n.opts)
+	writeFile(t, filepath.Join(n.etc, "portcullis", "admission-config.yaml"), string(docs.ReadFile(t, filepath.Join(repo, docs.AdmissionConfig))))
+	n.unit = string(docs.ReadFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.service")))
+	n.env = string(docs.ReadFile(t, filepath.Join(repo, "build/deploy/systemd/kube-apiserver.env")))
+	return n
+}
+
+// TestOperatingSystemdRollback runs 4's systemd rollback on a node that runs this release
+// after an upgrade: the kit's unit and environment file, our plugins enabled. Stock of the
+// minor before the upgrade is still installed where an earlier rollback put it: preflight
+// refuses it, naming both versions; the guide's blocks install stock of the version the node
+// runs from its server archive, keep the running environment file and point the unit at
+// stock, and with our plugin names taken out, preflight passes.
+func TestOperatingSystemdRollback(t *testing.T) {
+	n := newSystemdNode(t)
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdInstall), n.opts)
+	writeFile(t, filepath.Join(n.units, "kube-apiserver.service"), n.unit)
+	envFile := filepath.Join(n.etc, "kube-apiserver.env")
+	writeFile(t, envFile, n.env)
+	if err := os.Chmod(envFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetesVersion(t)
+	var minor int
+	if _, err := fmt.Sscanf(kube, "v1.%d.", &minor); err != nil {
+		t.Fatalf("%s: %v", kube, err)
+	}
+	before := fmt.Sprintf("v1.%d.0", minor-1)
+	older := filepath.Join(n.kube, before, "kube-apiserver")
+	writeFile(t, older, "#!/bin/sh\necho 'Kubernetes "+before+"'\n")
+	if err := os.Chmod(older, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The version's server archive, unpacked beside ./kube-apiserver.
+	archived := filepath.Join(n.dir, "kubernetes", "server", "bin", "kube-apiserver")
+	writeFile(t, archived, string(docs.ReadFile(t, n.tl.bins.StockAPIServer)))
+	if err := os.Chmod(archived, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdRollbackInstall), n.opts)
+	installed := filepath.Join(n.kube, kube, "kube-apiserver")
+	if !bytes.Equal(docs.ReadFile(t, installed), docs.ReadFile(t, n.tl.bins.StockAPIServer)) {
+		t.Errorf("%s is not stock's binary", installed)
+	}
+	if got := string(docs.ReadFile(t, filepath.Join(n.root, "portcullis-rollback", "kube-apiserver.env"))); got != n.env {
+		t.Error("the kept environment file is not the running one")
+	}
+	pointed := string(docs.ReadFile(t, envFile))
+	if !strings.Contains(pointed, "\nKUBE_APISERVER_BINARY=/usr/local/lib/kubernetes/"+kube+"/kube-apiserver\n") {
+		t.Fatalf("the environment file does not point at stock %s:\n%s", kube, pointed)
+	}
+	// The operator's edit: our plugin names out.
+	pointed = setEnv(t, pointed, "ENABLE_ADMISSION_PLUGINS", "NodeRestriction")
+	check := docs.Block(t, docs.Operating, docs.KeySystemdRollbackPreflight)
+
+	// Stock left from before the upgrade: refused.
+	writeFile(t, envFile, setEnv(t, pointed, "KUBE_APISERVER_BINARY", "/usr/local/lib/kubernetes/"+before+"/kube-apiserver"))
+	stdout, stderr, err := docs.Exec(t, check, n.opts)
+	if want := "stock kube-apiserver " + before + ", not " + kube + ", the version the node runs"; err == nil || !strings.Contains(stdout, want) {
+		t.Errorf("preflight --rollback of a unit running stock %s: error %v, want it to say %q\n%s\n%s", before, err, want, stdout, stderr)
+	}
+	// As the guide says: passes.
+	writeFile(t, envFile, pointed)
+	out, _ := docs.Run(t, check, n.opts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight --rollback of the unit pointed at stock %s:\n%s", kube, out)
 	}
 }
 
