@@ -26,21 +26,7 @@ func TestAlertingRules(t *testing.T) {
 	runTool(t, promtool, "check", "rules", repoFile(t, alertingRules))
 	runTool(t, promtool, "test", "rules", repoFile(t, alertingRulesTest))
 
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `json:"alert"`
-				Expr  string `json:"expr"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	data, err := os.ReadFile(repoFile(t, alertingRules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, &rules); err != nil {
-		t.Fatal(err)
-	}
+	rules := readAlertingRules(t)
 	want := []string{podpreset.ReadinessCheckName, podsecuritypolicy.ReadinessCheckName, initializers.ReadinessCheckName}
 	slices.Sort(want)
 	found := false
@@ -63,6 +49,30 @@ func TestAlertingRules(t *testing.T) {
 	}
 }
 
+// alertingRulesFile is what the tests read of the shipped alerting rules.
+type alertingRulesFile struct {
+	Groups []struct {
+		Rules []struct {
+			Alert       string            `json:"alert"`
+			Expr        string            `json:"expr"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"rules"`
+	} `json:"groups"`
+}
+
+func readAlertingRules(t *testing.T) alertingRulesFile {
+	t.Helper()
+	data, err := os.ReadFile(repoFile(t, alertingRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules alertingRulesFile
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
 // runbookURL is where an alert's runbook is: the docs of the release the rules ship with,
 // which say what that release does, not what main says today.
 var runbookURL = regexp.MustCompile(`^https://github\.com/portcullis-k8s/portcullis/blob/([^/]+)/(docs/[^#]+)#(.+)$`)
@@ -71,21 +81,7 @@ var runbookURL = regexp.MustCompile(`^https://github\.com/portcullis-k8s/portcul
 // deploy kit renames the release, as it renames its image), to a page that exists, and to an
 // anchor the page has.
 func TestAlertRunbooks(t *testing.T) {
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert       string            `json:"alert"`
-				Annotations map[string]string `json:"annotations"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	data, err := os.ReadFile(repoFile(t, alertingRules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, &rules); err != nil {
-		t.Fatal(err)
-	}
+	rules := readAlertingRules(t)
 	version, err := os.ReadFile(repoFile(t, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
