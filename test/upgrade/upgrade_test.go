@@ -132,7 +132,10 @@ initializers:
 // configuration file (the rollback). Each step past the first also takes the two detours an
 // upgrade has: the previous minor's server runs beside the new one on the same etcd (an HA
 // control plane upgraded node by node, for minutes; here through three of the PodPreset
-// installer's periodic checks), and it must leave the new minor's CRD as it is; and when the new server fails to come up, kubeadm puts the previous manifest back, not
+// installer's periodic checks), and it must leave the new minor's CRD as it is, and then
+// the new minor's stock server joins them: its start deletes the APIServices of ours, which
+// the servers of ours put back, and every discovery path of each lists our resources; and
+// when the new server fails to come up, kubeadm puts the previous manifest back, not
 // etcd, so the previous minor's Portcullis must start again on the newer etcd and the data the
 // newer server wrote.
 func TestUpgradeAcrossMinors(t *testing.T) {
@@ -254,7 +257,7 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 			})
 			if i > 0 {
 				previous := minors[i-1]
-				t.Run("Portcullis "+previous+" beside it on one etcd", func(t *testing.T) {
+				t.Run("Portcullis "+previous+" beside it on one etcd, then stock "+minor+" beside both", func(t *testing.T) {
 					before, err := dyn.Resource(crdResource).Get(ctx, "podpresets.settings.k8s.io", metav1.GetOptions{})
 					if err != nil {
 						t.Fatal(err)
@@ -302,6 +305,17 @@ func TestUpgradeAcrossMinors(t *testing.T) {
 					watcher.Stop()
 					checkObjects(t, older, dynamic.NewForConfigOrDie(older.Config))
 					checkEnforced(t, older, previous+"-beside-"+minor)
+
+					// A stock server of the new minor joins (an upgrade that swaps in stock
+					// first, or a rollback half done): its start deletes the APIServices of
+					// ours; the servers of ours, of both minors, recreate them, and every
+					// discovery path of each lists our resources again.
+					waitForStockStart := framework.WatchAPIServicesThroughStockStart(t, older.Config, true)
+					stock := framework.StartAPIServerWithPKI(t, bins[minor].StockAPIServer, etcd, files, stockFlags...)
+					defer stock.Stop(t)
+					waitForStockStart("stock " + minor)
+					framework.CheckOursDiscoverable(t, older.Config, true)
+					framework.CheckOursDiscoverable(t, server.Config, true)
 				})
 			}
 			server.Stop(t)

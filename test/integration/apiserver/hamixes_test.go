@@ -3,12 +3,10 @@ package apiserver
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -29,14 +25,9 @@ import (
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
-var apiServiceResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-
 // oursAPIServices are the APIServices of the versions of ours the HA members serve, and the
 // resource each serves.
-var oursAPIServices = map[string]schema.GroupVersionResource{
-	"v1beta1.policy":                        pspResource,
-	"v1alpha1.admissionregistration.k8s.io": initializerConfigurationResource,
-}
+var oursAPIServices = framework.OursAPIServices()
 
 // haPolicy admits every pod but a privileged one.
 const haPolicy = `apiVersion: policy/v1beta1
@@ -78,7 +69,7 @@ func TestHAMixes(t *testing.T) {
 
 	a := haMember{"ours-a", framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...), true}
 	dyn := dynamic.NewForConfigOrDie(a.server.Config)
-	services := dyn.Resource(apiServiceResource)
+	services := dyn.Resource(framework.APIServiceResource)
 	// What upstream's aggregator registers, told apart from what ours recreates: each
 	// APIService given wrong priorities before the second server of ours starts, whose
 	// aggregator corrects it (it updates, once, an APIService of its own present at its start;
@@ -129,9 +120,9 @@ func TestHAMixes(t *testing.T) {
 	// running they come back.
 	startStock := func(t *testing.T, name string, through haMember) haMember {
 		t.Helper()
-		watcher := watchAPIServices(t, through, through.ours)
+		waitForStockStart := framework.WatchAPIServicesThroughStockStart(t, through.server.Config, through.ours)
 		m := haMember{name, framework.StartAPIServerWithPKI(t, bins.StockAPIServer, etcd, files, stockFlags...), false}
-		watcher(m)
+		waitForStockStart(m.name)
 		return m
 	}
 
@@ -187,7 +178,7 @@ func TestHAMixes(t *testing.T) {
 		docs.Run(t, check, opts)
 
 		f := framework.StartAPIServerWithPKI(t, bins.APIServer, etcd, files, oursFlags...)
-		stockServices := dynamic.NewForConfigOrDie(c.server.Config).Resource(apiServiceResource)
+		stockServices := dynamic.NewForConfigOrDie(c.server.Config).Resource(framework.APIServiceResource)
 		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			for name := range oursAPIServices {
 				if _, err := stockServices.Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -222,63 +213,6 @@ func TestHAMixes(t *testing.T) {
 	})
 }
 
-// watchAPIServices starts a watch of the APIServices of ours through m, and returns what
-// waits, once a stock member has started, for each to be deleted and, when m is ours, to be
-// added again.
-func watchAPIServices(t *testing.T, m haMember, recreated bool) func(stock haMember) {
-	t.Helper()
-	ctx := context.Background()
-	services := dynamic.NewForConfigOrDie(m.server.Config).Resource(apiServiceResource)
-	list, err := services.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := services.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(stock haMember) {
-		t.Helper()
-		defer w.Stop()
-		deleted, added := map[string]bool{}, map[string]bool{}
-		done := func() bool {
-			for name := range oursAPIServices {
-				if !deleted[name] || (recreated && !added[name]) {
-					return false
-				}
-			}
-			return true
-		}
-		timeout := time.After(2 * time.Minute)
-		for !done() {
-			select {
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					t.Fatalf("the watch of APIServices through %s ended", m.name)
-				}
-				obj, isObject := ev.Object.(*unstructured.Unstructured)
-				if !isObject {
-					continue
-				}
-				if _, ours := oursAPIServices[obj.GetName()]; !ours {
-					continue
-				}
-				switch ev.Type {
-				case watch.Deleted:
-					deleted[obj.GetName()] = true
-				case watch.Added:
-					if deleted[obj.GetName()] {
-						added[obj.GetName()] = true
-					}
-				}
-			case <-timeout:
-				t.Fatalf("after %s started: deleted %v, added again %v (want every one of %v deleted by stock's start%s)",
-					stock.name, deleted, added, slices.Sorted(maps.Keys(oursAPIServices)), map[bool]string{true: " and recreated by ours", false: ""}[recreated])
-			}
-		}
-	}
-}
-
 // checkMix asks each member what it serves and admits, then deletes a namespace through the
 // kube-controller-manager that runs against manager. apiServicesPresent says whether the
 // APIServices of ours exist (a member of ours runs).
@@ -287,27 +221,16 @@ func checkMix(t *testing.T, manager haMember, ns string, members []haMember, api
 	for _, m := range members {
 		t.Run(m.name, func(t *testing.T) {
 			t.Run("discovery", func(t *testing.T) {
-				aggregated := discovery.NewDiscoveryClientForConfigOrDie(m.server.Config)
-				legacy := discovery.NewDiscoveryClientForConfigOrDie(m.server.Config).WithLegacy()
-				for _, path := range []struct {
-					name   string
-					client discovery.DiscoveryInterface
-				}{{"aggregated", aggregated}, {"legacy", legacy}} {
-					_, lists, err := path.client.ServerGroupsAndResources()
-					served := servedResources(lists)
+				if m.ours {
+					// Every discovery path of ours lists our resources.
+					framework.CheckOursDiscoverable(t, m.server.Config, false)
+					return
+				}
+				for _, legacy := range []bool{false, true} {
+					served, err := framework.ServedResources(m.server.Config, legacy)
 					var failed *discovery.ErrGroupDiscoveryFailed
 					switch {
-					case m.ours:
-						// Every discovery path of ours lists our resources.
-						if err != nil {
-							t.Errorf("%s discovery: %v", path.name, err)
-						}
-						for _, gvr := range oursAPIServices {
-							if !served[gvr] {
-								t.Errorf("%s discovery does not list %v", path.name, gvr)
-							}
-						}
-					case path.name == "legacy" && apiServicesPresent:
+					case legacy && apiServicesPresent:
 						// Stock lists the APIServices' versions in /apis and answers 404 for
 						// each: what a client balanced onto it sees during the mix.
 						if !errors.As(err, &failed) {
@@ -328,11 +251,11 @@ func checkMix(t *testing.T, manager haMember, ns string, members []haMember, api
 						// Aggregated discovery lists a server's own versions only; with no
 						// APIService of ours left, legacy discovery is whole again.
 						if err != nil {
-							t.Errorf("%s discovery through stock: %v", path.name, err)
+							t.Errorf("discovery through stock (legacy: %v): %v", legacy, err)
 						}
 						for _, gvr := range oursAPIServices {
 							if served[gvr] {
-								t.Errorf("%s discovery through stock lists %v", path.name, gvr)
+								t.Errorf("discovery through stock (legacy: %v) lists %v", legacy, gvr)
 							}
 						}
 					}
@@ -406,19 +329,4 @@ func adminKubeconfig(t *testing.T, m haMember) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// servedResources returns the resources the lists name.
-func servedResources(lists []*metav1.APIResourceList) map[schema.GroupVersionResource]bool {
-	served := map[schema.GroupVersionResource]bool{}
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			served[gv.WithResource(r.Name)] = true
-		}
-	}
-	return served
 }
