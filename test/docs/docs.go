@@ -48,6 +48,7 @@ const (
 	KeyCheckBinary       = "sha256sum --check --ignore-missing SHA256SUMS"
 	KeyKubeadmBackup     = "cp /etc/kubernetes/manifests/kube-apiserver.yaml /root/kube-apiserver.yaml.stock"
 	KeyKubeadmInstall    = "install -d /etc/kubernetes/patches /etc/kubernetes/portcullis"
+	KeyKubeadmJoinRender = "KUBEADM_JOIN_DRYRUN_DIR=/root/portcullis-join-render kubeadm join phase control-plane-prepare control-plane"
 	KeyKubeadmPatchCheck = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches\n"
 	KeyWebhooksPreflight = "./kube-apiserver preflight --webhooks --kubeconfig ~/.kube/config"
 	KeyKubeadmGetConfig  = "# edit /root/kubeadm-cluster.yaml: add apiServer.extraArgs"
@@ -117,6 +118,7 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: "./kube-apiserver preflight -- --etcd-servers=https://127.0.0.1:2379 --tls-cert-file=...", Untestable: "`--tls-cert-file=...` is a placeholder: preflight reports the file `...` missing and exits 1"},
 	{File: "docs/operating.md", Key: KeyKubeadmBackup, Test: operatingKubeadmTest},
 	{File: "docs/operating.md", Key: KeyKubeadmInstall, Test: operatingKubeadmTest},
+	{File: "docs/operating.md", Key: KeyKubeadmJoinRender, Test: runnerPackage + ".TestOperatingKubeadm"},
 	{File: "docs/operating.md", Key: KeyKubeadmPatchCheck, Test: runnerPackage + ".TestOperatingKubeadm"},
 	{File: "docs/operating.md", Key: KeyWebhooksPreflight, Test: runnerPackage + ".TestOperatingKubeadm"},
 	{File: "docs/operating.md", Key: KeyKubeadmGetConfig, Test: operatingKubeadmTest},

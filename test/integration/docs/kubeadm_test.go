@@ -130,6 +130,39 @@ func TestOperatingKubeadm(t *testing.T) {
 		t.Errorf("the check printed:\n%s", out)
 	}
 
+	// 6. A new control-plane node: its manifest as kubeadm join renders it, from the uploaded
+	// configuration and the patch, then preflight (the block runs under errexit).
+	const newNodeAddress = "192.0.2.11"
+	joinOpts := n.opts
+	joinOpts.Env = append(slices.Clone(n.opts.Env), "NODE_ADDRESS="+newNodeAddress)
+	joinBlock := docs.Block(t, docs.Operating, docs.KeyKubeadmJoinRender)
+	out, _ = docs.Run(t, joinBlock, joinOpts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the joining node's manifest:\n%s", out)
+	}
+	joined := apiServerContainer(t, readPod(t, filepath.Join(n.root, "portcullis-join-render", "kube-apiserver.yaml")))
+	if want := docs.PatchImage(t, filepath.Join(repo, docs.StaticPodPatch)); joined.Image != want {
+		t.Errorf("the joining node's manifest runs %s, want the patch's %s", joined.Image, want)
+	}
+	if got, _ := flagValue(joined.Command, "advertise-address"); got != newNodeAddress {
+		t.Errorf("the joining node's manifest advertises %q, want %s", got, newNodeAddress)
+	}
+	joinedPlugins, _ := flagValue(joined.Command, "enable-admission-plugins")
+	for _, name := range docs.FragmentPlugins(t, fragment) {
+		if !slices.Contains(strings.Split(joinedPlugins, ","), name) {
+			t.Errorf("the joining node's --enable-admission-plugins=%s lacks %s", joinedPlugins, name)
+		}
+	}
+	// Without the patch, kubeadm renders stock's image with our plugin names: refused.
+	withoutPatch := strings.Replace(joinBlock, "patches:\n  directory: /etc/kubernetes/patches\n", "", 1)
+	if withoutPatch == joinBlock {
+		t.Fatalf("the join block sets no patches directory:\n%s", joinBlock)
+	}
+	stdout, stderr, err := docs.Exec(t, withoutPatch, joinOpts)
+	if err == nil || !strings.Contains(stdout, "is not a Portcullis release, but the command line names Portcullis's plugins") {
+		t.Errorf("preflight of a join rendered without the patch: error %v\n%s\n%s", err, stdout, stderr)
+	}
+
 	// Since the swap the cluster was upgraded to the next patch (kubeadm upgrade apply writes
 	// the ClusterConfiguration's kubernetesVersion): a rollback must render stock at that
 	// version, never put back the manifest saved at install, which would downgrade.

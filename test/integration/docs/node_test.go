@@ -277,7 +277,9 @@ install -D -m 0600 `+render+`/kube-apiserver.yaml /etc/kubernetes/manifests/kube
 	}
 	forward(t, net.JoinHostPort(address, "6443"), fmt.Sprintf("127.0.0.1:%d", n.server.Port))
 
-	docs.Run(t, "kubeadm init phase upload-config kubeadm --config "+initConfig+"\n", n.opts)
+	// The ClusterConfiguration, and the cluster-info ConfigMap a joining node discovers the
+	// cluster through, as kubeadm init publishes them.
+	docs.Run(t, "kubeadm init phase upload-config kubeadm --config "+initConfig+"\nkubeadm init phase bootstrap-token --config "+initConfig+"\n", n.opts)
 
 	// The kubelet's mirror pod of the static pod: the manifest's pod, named after the node,
 	// bound to it, with the kubelet's annotations.
