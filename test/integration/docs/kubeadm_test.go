@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis-k8s/portcullis/test/docs"
@@ -83,21 +84,9 @@ func TestOperatingKubeadm(t *testing.T) {
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the rendered manifest:\n%s", out)
 	}
-	rendered := readPod(t, filepath.Join(n.root, renderedManifest))
-	c := apiServerContainer(t, rendered)
-	if want := docs.PatchImage(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)); c.Image != want {
-		t.Errorf("the rendered manifest runs %s, want the patch's %s", c.Image, want)
-	}
+	c := apiServerContainer(t, readPod(t, filepath.Join(n.root, renderedManifest)))
 	want, _ := flagValue(apiServerContainer(t, readPod(t, filepath.Join(n.root, "kube-apiserver.yaml.stock"))).Command, "advertise-address")
-	if got, _ := flagValue(c.Command, "advertise-address"); got != want {
-		t.Errorf("the rendered manifest advertises %q, the running one %q", got, want)
-	}
-	enabled, _ := flagValue(c.Command, "enable-admission-plugins")
-	for _, name := range docs.FragmentPlugins(t, fragment) {
-		if !slices.Contains(strings.Split(enabled, ","), name) {
-			t.Errorf("the rendered manifest's --enable-admission-plugins=%s lacks %s", enabled, name)
-		}
-	}
+	checkRendersOurs(t, "the rendered manifest", c, want, docs.FragmentPlugins(t, fragment))
 	if got, _ := flagValue(c.Command, "admission-control-config-file"); got != "/etc/kubernetes/portcullis/admission-config.yaml" {
 		t.Errorf("the rendered manifest's --admission-control-config-file=%q", got)
 	}
@@ -141,18 +130,7 @@ func TestOperatingKubeadm(t *testing.T) {
 		t.Errorf("preflight of the joining node's manifest:\n%s", out)
 	}
 	joined := apiServerContainer(t, readPod(t, filepath.Join(n.root, "portcullis-join-render", "kube-apiserver.yaml")))
-	if want := docs.PatchImage(t, filepath.Join(repo, docs.StaticPodPatch)); joined.Image != want {
-		t.Errorf("the joining node's manifest runs %s, want the patch's %s", joined.Image, want)
-	}
-	if got, _ := flagValue(joined.Command, "advertise-address"); got != newNodeAddress {
-		t.Errorf("the joining node's manifest advertises %q, want %s", got, newNodeAddress)
-	}
-	joinedPlugins, _ := flagValue(joined.Command, "enable-admission-plugins")
-	for _, name := range docs.FragmentPlugins(t, fragment) {
-		if !slices.Contains(strings.Split(joinedPlugins, ","), name) {
-			t.Errorf("the joining node's --enable-admission-plugins=%s lacks %s", joinedPlugins, name)
-		}
-	}
+	checkRendersOurs(t, "the joining node's manifest", joined, newNodeAddress, docs.FragmentPlugins(t, fragment))
 	// Without the patch, kubeadm renders stock's image with our plugin names: refused.
 	withoutPatch := strings.Replace(joinBlock, "patches:\n  directory: /etc/kubernetes/patches\n", "", 1)
 	if withoutPatch == joinBlock {
@@ -271,3 +249,21 @@ func TestOperatingUpgrade(t *testing.T) {
 
 // kubeadmImageTag is the tag kubeadm gives a version: "+" becomes "_".
 func kubeadmImageTag(version string) string { return strings.ReplaceAll(version, "+", "_") }
+
+// checkRendersOurs checks a kube-apiserver container kubeadm rendered with our patch (what
+// names it): the patch's image, address as its advertise address, and plugins enabled.
+func checkRendersOurs(t *testing.T, what string, c corev1.Container, address string, plugins []string) {
+	t.Helper()
+	if want := docs.PatchImage(t, filepath.Join(docs.RepoRoot(t), docs.StaticPodPatch)); c.Image != want {
+		t.Errorf("%s runs %s, want the patch's %s", what, c.Image, want)
+	}
+	if got, _ := flagValue(c.Command, "advertise-address"); got != address {
+		t.Errorf("%s advertises %q, want %s", what, got, address)
+	}
+	enabled, _ := flagValue(c.Command, "enable-admission-plugins")
+	for _, name := range plugins {
+		if !slices.Contains(strings.Split(enabled, ","), name) {
+			t.Errorf("%s's --enable-admission-plugins=%s lacks %s", what, enabled, name)
+		}
+	}
+}
