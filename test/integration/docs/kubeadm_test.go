@@ -267,3 +267,42 @@ func checkRendersOurs(t *testing.T, what string, c corev1.Container, address str
 		}
 	}
 }
+
+// TestOperatingKubeadmTwoRuntimes runs steps 3 to 5 on a node with a second container
+// runtime's socket (CRI-O's beside containerd's), where kubeadm refuses to pick a runtime
+// when it looks for one: step 5's render does not look, its upload does and fails; with the
+// line the page says to add to the InitConfiguration, step 5 passes whole.
+func TestOperatingKubeadmTwoRuntimes(t *testing.T) {
+	crio := t.TempDir()
+	n := kubeadmNodeWith(t, map[string]string{"/run/crio": crio})
+	listenUnix(t, filepath.Join(crio, "crio.sock"))
+	n.run(t, docs.Operating, docs.KeyKubeadmInstall)
+	n.run(t, docs.Operating, docs.KeyKubeadmGetConfig)
+	clusterFile := filepath.Join(n.root, "kubeadm-cluster.yaml")
+	writeFile(t, clusterFile, string(docs.MergeClusterConfiguration(t, docs.ReadFile(t, clusterFile), docs.ReadFile(t, filepath.Join(docs.RepoRoot(t), docs.KubeadmFragment)))))
+
+	render := docs.Block(t, docs.Operating, docs.KeyKubeadmRender)
+	out, _ := docs.Run(t, render, n.opts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the render on a node with two runtimes:\n%s", out)
+	}
+	upload := docs.Block(t, docs.Operating, docs.KeyKubeadmUpload)
+	if _, stderr, err := docs.Exec(t, upload, n.opts); err == nil || !strings.Contains(stderr, "found multiple CRI endpoints on the host") {
+		t.Fatalf("step 5's upload with two runtimes: error %v, want kubeadm's refusal to pick one\n%s", err, stderr)
+	}
+
+	// The page's line, beside localAPIEndpoint in the InitConfiguration step 5 writes.
+	const line = "nodeRegistration: {criSocket: unix:///run/containerd/containerd.sock}"
+	if !strings.Contains(string(docs.ReadFile(t, filepath.Join(docs.RepoRoot(t), docs.Operating))), "`"+line+"`") {
+		t.Fatalf("docs/operating.md no longer says to add %s", line)
+	}
+	withRuntime := strings.Replace(render, "localAPIEndpoint:\n", line+"\nlocalAPIEndpoint:\n", 1)
+	if withRuntime == render {
+		t.Fatalf("step 5's render writes no localAPIEndpoint:\n%s", render)
+	}
+	out, _ = docs.Run(t, withRuntime, n.opts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the render with the runtime named:\n%s", out)
+	}
+	docs.Run(t, upload, n.opts)
+}

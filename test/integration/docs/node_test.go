@@ -219,13 +219,19 @@ func (n *node) run(t *testing.T, file, key string) (stdout, stderr string) {
 // which kubeadm looks for to pick the CRI.
 func kubeadmNode(t *testing.T) *node {
 	t.Helper()
+	return kubeadmNodeWith(t, nil)
+}
+
+// kubeadmNodeWith is kubeadmNode with more node paths standing in (for a runtime added later).
+func kubeadmNodeWith(t *testing.T, mounts map[string]string) *node {
+	t.Helper()
 	containerd := t.TempDir()
-	l, err := net.Listen("unix", filepath.Join(containerd, "containerd.sock"))
-	if err != nil {
-		t.Fatal(err)
+	listenUnix(t, filepath.Join(containerd, "containerd.sock"))
+	all := map[string]string{"/run/containerd": containerd}
+	for target, dir := range mounts {
+		all[target] = dir
 	}
-	t.Cleanup(func() { l.Close() })
-	n := newNode(t, map[string]string{"/run/containerd": containerd})
+	n := newNode(t, all)
 
 	fixtures := t.TempDir()
 	initConfig := filepath.Join(fixtures, "kubeadm-init.yaml")
@@ -297,6 +303,17 @@ install -D -m 0600 `+render+`/kube-apiserver.yaml /etc/kubernetes/manifests/kube
 		t.Fatalf("creating the mirror pod: %v", err)
 	}
 	return n
+}
+
+// listenUnix listens on a Unix socket at path until the test ends: a container runtime's
+// socket, as kubeadm looks for one.
+func listenUnix(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
 }
 
 // forward accepts connections on from (the node's address and kube-apiserver port) and
