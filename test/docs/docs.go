@@ -59,6 +59,7 @@ const (
 	KeySystemdInstall    = "install -D -m 0755 linux/amd64/kube-apiserver /usr/local/lib/portcullis/"
 	KeySystemdBackup     = "install -d -m 0700 /root/portcullis-backup"
 	KeySystemdPreflight  = "--running-unit /root/portcullis-backup/kube-apiserver.service"
+	KeySystemdRestore    = "cp /root/portcullis-backup/kube-apiserver.service /etc/systemd/system/kube-apiserver.service"
 	// 4's systemd rollback: stock of the running version installed, then its check.
 	KeySystemdRollbackInstall   = "install -D -m 0755 kubernetes/server/bin/kube-apiserver"
 	KeySystemdRollbackPreflight = "--running-environment-file /root/portcullis-rollback/kube-apiserver.env"
@@ -129,6 +130,7 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: KeySystemdInstall, Test: runnerPackage + ".TestOperatingSystemdInstall"},
 	{File: "docs/operating.md", Key: KeySystemdBackup, Test: runnerPackage + ".TestOperatingSystemd"},
 	{File: "docs/operating.md", Key: KeySystemdPreflight, Test: runnerPackage + ".TestOperatingSystemd"},
+	{File: "docs/operating.md", Key: KeySystemdRestore, Test: runnerPackage + ".TestOperatingSystemd"},
 	{File: "docs/operating.md", Key: KeySystemdRollbackInstall, Test: runnerPackage + ".TestOperatingSystemdRollback"},
 	{File: "docs/operating.md", Key: KeySystemdRollbackPreflight, Test: runnerPackage + ".TestOperatingSystemdRollback"},
 	{File: "docs/operating.md", Key: "systemctl restart kube-apiserver", Untestable: "restarts a live systemd unit and reads its journal: the real node runs the server as a static pod, not under systemd"},

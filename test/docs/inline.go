@@ -39,13 +39,18 @@ var Inline = []InlineEntry{
 	{File: "docs/plugins/initializers.md", Text: "kubectl get pods -l '!initializer.admission.portcullis.io/uninitialized'", NotRun: "a label selector shown in prose: the label is the plugin's UninitializedLabel, which test/integration/apiserver.TestInitializers checks on every gated pod"},
 	{File: "docs/plugins/persistentvolumelabel.md", Text: `kubectl get pv pv-1 -o json | jq 'del(.metadata.labels, .metadata.resourceVersion, .metadata.uid, .spec.claimRef, .spec.nodeAffinity) | .metadata.name += "-check"' | kubectl create --dry-run=server -o yaml -f -`, NotRun: "needs a cluster's PersistentVolume pv-1 labelled by the operator's own webhook; the dry-run create of a copy is what test/integration/apiserver.TestPersistentVolumeLabel's migration case does through client-go"},
 	{File: "docs/plugins/persistentvolumelabel.md", Text: "kubectl create --dry-run=server", NotRun: "names a server-side dry run"},
+	{File: "docs/plugins/podsecuritypolicy.md", Text: "kubectl auth can-i use podsecuritypolicy/baseline --as=system:serviceaccount:team-a:default -n team-a", NotRun: "a look at a grant the page's blocks make; TestPodSecurityPolicyDocs shows it through the team's pods the plugin admits with that policy"},
 	{File: "docs/plugins/podsecuritypolicy.md", Text: "kube-apiserver preflight --podsecuritypolicy", Block: KeyPSPPreflight},
 	{File: "docs/plugins/podsecuritypolicy.md", Text: "kubectl get psp -o yaml", Block: KeyPSPMigrate},
 	{File: "docs/registry.md", Text: "cp VERSION releases/1.37/VERSION", NotRun: "a maintainer's step of the first release of a new minor, on a repository at that point; make verify checks what it leaves (each minor's VERSION against its pins)"},
+	{File: "docs/release.md", Text: "kubeadm config images list --kubernetes-version v1.37.2+portcullis.1 --image-repository registry.example.com/portcullis", NotRun: "names the image kubeadm lists for the release; test/release's deploy test runs kubeadm's command with the release's version and a repository (kubeadmAPIServerImage)"},
+	{File: "docs/release.md", Text: "kube-apiserver preflight --kubeadm-patches DIR [--kubernetes-version vX]", NotRun: "DIR and vX are placeholders: docs/operating.md's blocks run it (2a step 3, 5. Upgrading)"},
+	{File: "docs/release.md", Text: "kubeadm config images list --kubernetes-version <VERSION> --image-repository localhost/portcullis", NotRun: "<VERSION> is a placeholder: test/release's image test runs kubeadm's command with the release's version (kubeadmAPIServerImage)"},
 	{File: "docs/release.md", Text: "sha256sum -c", NotRun: "names the format of SHA256SUMS; docs/operating.md's check runs sha256sum --check on it"},
 	{File: "docs/release.md", Text: "kube-apiserver preflight --systemd-unit", Block: KeySystemdPreflight},
 	{File: "docs/troubleshooting.md", Text: "kube-apiserver preflight --manifest …", Block: KeyReadmePreflight},
 	{File: "docs/troubleshooting.md", Text: "kubeadm join --control-plane", NotRun: "names kubeadm's join of another control-plane node: its arguments are the cluster's"},
+	{File: "docs/webhooks.md", Text: "kubectl get --raw /metrics | grep portcullis_admission_webhook_breaker_state", NotRun: "needs the page's scenario, a webhook scaled to zero behind its Service; test/integration/webhook's dispatch suite reads the same gauge from the server's /metrics"},
 	{File: "docs/webhooks.md", Text: "kubectl --request-timeout=2s", NotRun: "names a client's timeout, to say what margin it gets"},
 	{File: "docs/webhooks.md", Text: "kube-apiserver preflight --webhooks --kubeconfig FILE", NotRun: "FILE is a placeholder: docs/operating.md's block (Webhooks before the swap) runs it with a kubeconfig"},
 	{File: "docs/webhooks.md", Text: "kubectl create --dry-run=server", NotRun: "names a server-side dry run, in a table of what test/integration/webhook checks"},
@@ -56,7 +61,7 @@ var Inline = []InlineEntry{
 var (
 	inlineCommand   = regexp.MustCompile(`^(\./)?(kubectl|kubeadm|systemctl|journalctl|crictl|kube-apiserver|skopeo|curl|sha256sum|ctr|systemd-analyze|promtool|cp|mv|install|sed|rm) \S`)
 	commandArgument = regexp.MustCompile(`\s-|/|…|\.\.\.|\|`)
-	codeSpan        = regexp.MustCompile("`([^`\n]+)`")
+	codeSpan        = regexp.MustCompile("`([^`]+)`")
 )
 
 // InlineSpan is an inline command line of a document.
@@ -67,7 +72,8 @@ type InlineSpan struct {
 }
 
 // InlineCommands returns the inline command lines of every document under root: code spans
-// outside fenced blocks that inlineCommand and commandArgument match.
+// outside fenced blocks, within a paragraph (a span may wrap onto the next line, read as one
+// space), that inlineCommand and commandArgument match.
 func InlineCommands(root string) ([]InlineSpan, error) {
 	files, err := Documents(root)
 	if err != nil {
@@ -79,24 +85,40 @@ func InlineCommands(root string) ([]InlineSpan, error) {
 		if err != nil {
 			return nil, err
 		}
-		fence := ""
+		// The text outside fenced blocks, a paragraph (its first line, its text) at a time.
+		fence, start := "", 0
+		var paragraph []string
+		flush := func() {
+			text := strings.Join(paragraph, "\n")
+			for _, loc := range codeSpan.FindAllStringSubmatchIndex(text, -1) {
+				span := strings.Join(strings.Fields(text[loc[2]:loc[3]]), " ")
+				if inlineCommand.MatchString(span) && commandArgument.MatchString(span) {
+					out = append(out, InlineSpan{File: f, Line: start + strings.Count(text[:loc[0]], "\n") + 1, Text: span})
+				}
+			}
+			paragraph = nil
+		}
 		for i, line := range strings.Split(string(data), "\n") {
-			if fence != "" {
+			switch {
+			case fence != "":
 				if isClosingFence(line, fence) {
 					fence = ""
 				}
 				continue
-			}
-			if m := openingFence.FindStringSubmatch(line); m != nil {
-				fence = m[2]
+			case openingFence.MatchString(line):
+				flush()
+				fence = openingFence.FindStringSubmatch(line)[2]
+				continue
+			case strings.TrimSpace(line) == "":
+				flush()
 				continue
 			}
-			for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
-				if inlineCommand.MatchString(m[1]) && commandArgument.MatchString(m[1]) {
-					out = append(out, InlineSpan{File: f, Line: i + 1, Text: m[1]})
-				}
+			if len(paragraph) == 0 {
+				start = i
 			}
+			paragraph = append(paragraph, line)
 		}
+		flush()
 	}
 	return out, nil
 }

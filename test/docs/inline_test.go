@@ -74,7 +74,8 @@ func TestInlineCommands(t *testing.T) {
 	doc := "Run `kubectl get --raw /readyz` and `kubeadm upgrade apply` (a name), `kubectl`.\n" +
 		"```sh\n`kubectl get pods -A` in a block\n```\n" +
 		"  ```\n  `crictl ps --name x` in an indented block\n  ```\n" +
-		"Then `./kube-apiserver preflight --manifest …`.\n"
+		"Then `./kube-apiserver preflight --manifest …`.\n" +
+		"A span that wraps: `cp /a\n  /b` here.\n"
 	for name, text := range map[string]string{"README.md": doc, "docs/a.md": "`systemctl cat kube-apiserver` names a unit; `journalctl -u x -f`.\n"} {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -87,6 +88,7 @@ func TestInlineCommands(t *testing.T) {
 	want := []InlineSpan{
 		{File: "README.md", Line: 1, Text: "kubectl get --raw /readyz"},
 		{File: "README.md", Line: 8, Text: "./kube-apiserver preflight --manifest …"},
+		{File: "README.md", Line: 9, Text: "cp /a /b"},
 		{File: "docs/a.md", Line: 1, Text: "journalctl -u x -f"},
 	}
 	if len(got) != len(want) {

@@ -123,7 +123,7 @@ func TestOperatingKubeadm(t *testing.T) {
 	// configuration and the patch, then preflight (the block runs under errexit).
 	const newNodeAddress = "192.0.2.11"
 	joinOpts := n.opts
-	joinOpts.Env = append(slices.Clone(n.opts.Env), "NODE_ADDRESS="+newNodeAddress)
+	joinOpts.Env = append(slices.Clone(n.opts.Env), "NODE_NAME=cp-2", "NODE_ADDRESS="+newNodeAddress)
 	joinBlock := docs.Block(t, docs.Operating, docs.KeyKubeadmJoinRender)
 	out, _ = docs.Run(t, joinBlock, joinOpts)
 	if !strings.Contains(out, "No problems found") {

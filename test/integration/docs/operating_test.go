@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,6 +123,11 @@ func TestOperatingSystemd(t *testing.T) {
 	if err == nil || !strings.Contains(stdout, "--service-node-port-range=20000-22767, which the running unit") {
 		t.Errorf("preflight of a new unit that drops %s: error %v\n%s\n%s", ownFlag, err, stdout, stderr)
 	}
+	// The way back when it fails: the backup over the new files.
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdRestore), opts)
+	if got := string(docs.ReadFile(t, filepath.Join(etc, "kube-apiserver.env"))); got != runningEnv {
+		t.Error("putting the backup back did not restore the running environment file")
+	}
 	// Carried over into KUBE_APISERVER_EXTRA_ARGS, as step 3 says: it passes.
 	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), setEnv(t, env, "KUBE_APISERVER_EXTRA_ARGS", ownFlag))
 	out, _ := docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdPreflight), opts)
@@ -193,7 +200,10 @@ func TestOperatingSystemdRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdRollbackInstall), n.opts)
+	// Run twice, as an operator may: the second run keeps the first copy of the running file.
+	for range 2 {
+		docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdRollbackInstall), n.opts)
+	}
 	installed := filepath.Join(n.kube, kube, "kube-apiserver")
 	if !bytes.Equal(docs.ReadFile(t, installed), docs.ReadFile(t, n.tl.bins.StockAPIServer)) {
 		t.Errorf("%s is not stock's binary", installed)
@@ -212,8 +222,9 @@ func TestOperatingSystemdRollback(t *testing.T) {
 	// Stock left from before the upgrade: refused.
 	writeFile(t, envFile, setEnv(t, pointed, "KUBE_APISERVER_BINARY", "/usr/local/lib/kubernetes/"+before+"/kube-apiserver"))
 	stdout, stderr, err := docs.Exec(t, check, n.opts)
-	if want := "stock kube-apiserver " + before + ", not " + kube + ", the version the node runs"; err == nil || !strings.Contains(stdout, want) {
-		t.Errorf("preflight --rollback of a unit running stock %s: error %v, want it to say %q\n%s\n%s", before, err, want, stdout, stderr)
+	var exit *exec.ExitError
+	if want := "stock kube-apiserver " + before + ", not " + kube + ", the version the node runs"; !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("preflight --rollback of a unit running stock %s: error %v, want exit 1 saying %q\n%s\n%s", before, err, want, stdout, stderr)
 	}
 	// As the guide says: passes.
 	writeFile(t, envFile, pointed)

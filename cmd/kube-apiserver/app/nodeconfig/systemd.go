@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,11 +424,20 @@ func (s *SystemdService) Effective(name string) []string {
 	return values
 }
 
-// ExpandsVariable reports whether ExecStart= names the environment variable name ($name or
-// ${name}): the variable is part of the command line, not only the process's environment.
+// ExpandsVariable reports whether ExecStart= substitutes the environment variable name, as
+// systemd does (systemd.service(5), "Command lines"): ${name} anywhere in a word, $name as a
+// word of its own, "$$" an escaped "$", and nothing under the ":" prefix. Such a variable is
+// part of the command line, not only of the process's environment.
 func (s *SystemdService) ExpandsVariable(name string) bool {
 	start := s.value("ExecStart")
-	return strings.Contains(start, "${"+name+"}") || regexp.MustCompile(`\$`+regexp.QuoteMeta(name)+`\b`).MatchString(start)
+	if prefixes := start[:len(start)-len(strings.TrimLeft(start, "-@+!:|"))]; strings.Contains(prefixes, ":") {
+		return false
+	}
+	start = strings.ReplaceAll(start, "$$", "")
+	if strings.Contains(start, "${"+name+"}") {
+		return true
+	}
+	return slices.Contains(strings.Fields(start), "$"+name)
 }
 
 func (s *SystemdService) User() string  { return s.value("User") }

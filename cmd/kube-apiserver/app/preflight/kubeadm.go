@@ -75,7 +75,7 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 	if targetVersion != kube {
 		r.problem("--kubernetes-version %s: this is the preflight of %s, built on Kubernetes %s; an upgrade to %s needs the Portcullis release for %s: run its preflight", targetVersion, ours, kube, targetVersion, targetVersion)
 	}
-	name, tag, known := r.imageRelease(where, image, ours)
+	name, tag, known := r.imageRelease(where, image, ours, true)
 	if !known {
 		return
 	}
@@ -96,7 +96,7 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 // release or Kubernetes version than kubeadm renders (targetVersion; this release's when
 // empty). A stock image with no plugin of ours is a rollback's manifest: nothing to say.
 func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, ours string) {
-	_, tag, known := r.imageRelease(manifest, image, ours)
+	_, tag, known := r.imageRelease(manifest, image, ours, r.rollback || len(ourPluginNames(r.Args)) > 0)
 	if !known {
 		return
 	}
@@ -132,8 +132,10 @@ func splitImage(image string) (name, tag, digest string) {
 // release the operator names for it (--image-release). known is false, with a problem or a
 // warning reported, when neither says: a digest alone could be any release, stock's
 // included, and judging it by nothing would let a stale release or stock's image with our
-// plugin names pass.
-func (r *PreflightReport) imageRelease(where, image, ours string) (name, tag string, known bool) {
+// plugin names pass. mustKnow says the image must be a release preflight can name (ours, for
+// our plugin names or kubeadm's patches; stock's of the cluster's version, for a rollback):
+// then a digest alone is a problem, otherwise a warning.
+func (r *PreflightReport) imageRelease(where, image, ours string, mustKnow bool) (name, tag string, known bool) {
 	name, tag, digest := splitImage(image)
 	switch {
 	case tag != "":
@@ -141,9 +143,12 @@ func (r *PreflightReport) imageRelease(where, image, ours string) (name, tag str
 	case digest == "":
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is not named by a tag, so preflight cannot tell which release it is; it must be %s's (tag %s)", where, image, ours, imageTag(ours)))
 		return name, "", false
+	case r.digestRelease == "" && !mustKnow:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the image %s is pinned by a digest alone, so preflight cannot tell which release it runs; with no plugin of ours in the flags it may be stock's of any version: name the release with --image-release to have it checked", where, image))
+		return name, "", false
 	case r.digestRelease == "":
-		r.problem("%s: the image %s is pinned by a digest alone, so preflight cannot tell which release it runs: name the release the digest stands for with --image-release (%s for this release's image, %s for stock's of the same Kubernetes), or pin the image by tag and digest (%s:%s@%s)",
-			where, image, ours, strings.SplitN(ours, "+", 2)[0], strings.TrimSuffix(image, "@"+digest), imageTag(ours), digest)
+		r.problem("%s: the image %s is pinned by a digest alone, so preflight cannot tell which release it runs: name the release the digest stands for with --image-release (%s for this release's image, %s for stock's of the same Kubernetes), or pin the image by that release's tag beside the digest",
+			where, image, ours, strings.SplitN(ours, "+", 2)[0])
 		return name, "", false
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("%s: the image %s is judged as release %s (--image-release)", where, image, r.digestRelease))

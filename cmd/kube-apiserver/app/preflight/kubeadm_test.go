@@ -92,7 +92,7 @@ func TestCheckKubeadmPatches(t *testing.T) {
 		{name: "no tag", image: "r.example/kube-apiserver", wantWarning: "not named by a tag"},
 		// A digest alone names no release: the operator names it, or preflight refuses.
 		{name: "a digest", image: "r.example/kube-apiserver@sha256:0123",
-			wantProblems: []string{"is pinned by a digest alone, so preflight cannot tell which release it runs: name the release the digest stands for with --image-release (" + ours + " for this release's image, " + kube + " for stock's of the same Kubernetes), or pin the image by tag and digest (r.example/kube-apiserver:" + tag + "@sha256:0123)"}},
+			wantProblems: []string{"is pinned by a digest alone, so preflight cannot tell which release it runs: name the release the digest stands for with --image-release (" + ours + " for this release's image, " + kube + " for stock's of the same Kubernetes), or pin the image by that release's tag beside the digest"}},
 		{name: "a digest named as this release", image: "r.example/kube-apiserver@sha256:0123", release: ours},
 		{name: "a digest named as an older release", image: "r.example/kube-apiserver@sha256:0123", release: "v1.37.1+portcullis.1",
 			wantProblems: []string{"runs Kubernetes v1.37.1, but kubeadm renders " + kube}},
@@ -236,6 +236,9 @@ func TestCheckManifestImage(t *testing.T) {
 			wantProblem: "is pinned by a digest alone, so preflight cannot tell which release it runs"},
 		{name: "a rollback pinned by digest", image: "registry.k8s.io/kube-apiserver@sha256:0123", args: stockFlags, rollback: true,
 			wantProblem: "is pinned by a digest alone"},
+		// Without our plugin names and not a rollback, the image may be stock's of any version:
+		// a warning (the README's first preflight, of a stock node).
+		{name: "stock's manifest pinned by digest", image: "registry.k8s.io/kube-apiserver@sha256:0123", args: stockFlags},
 		{name: "pinned by digest, named as this release", image: "r.example/portcullis/kube-apiserver@sha256:0123", args: withOurs, release: ours},
 		{name: "stock's by digest with our plugins, named as stock's", image: "registry.k8s.io/kube-apiserver@sha256:0123", args: withOurs, release: kube,
 			wantProblem: "is not a Portcullis release, but the command line names Portcullis's plugins"},

@@ -162,6 +162,8 @@ func NewCommand() *cobra.Command {
 				return usage(errors.New("--running-environment-file goes with --running-unit"))
 			case imageRelease != "" && patches == "" && manifest == "":
 				return usage(errors.New("--image-release goes with --kubeadm-patches or --manifest"))
+			case kubernetesVersion != "" && !kubernetesVersionPattern.MatchString(kubernetesVersion):
+				return usage(fmt.Errorf("--kubernetes-version %s: want a Kubernetes version (v1.37.2)", kubernetesVersion))
 			case imageRelease != "" && !validImageRelease(imageRelease):
 				return usage(fmt.Errorf("--image-release %s: want a Portcullis release (v1.37.2+portcullis.1) or a Kubernetes version (v1.37.2)", imageRelease))
 			case kubernetesVersion != "" && patches == "" && manifest == "" && !(rollback && unit != ""):
@@ -221,7 +223,7 @@ func NewCommand() *cobra.Command {
 					report.checkSandbox(service)
 					report.checkUnitProgram(unit, service)
 					if rollback {
-						report.checkRollbackProgram(service, kubernetesVersion, version.Get().GitVersion)
+						report.checkRollbackProgram(service, runningService, kubernetesVersion, version.Get().GitVersion)
 					}
 				}
 				if running != nil {
@@ -443,6 +445,9 @@ func (r *PreflightReport) reported(text string) bool {
 var imageReleasePattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+portcullis\.[0-9]+)?$`)
 
 func validImageRelease(release string) bool { return imageReleasePattern.MatchString(release) }
+
+// kubernetesVersionPattern is what --kubernetes-version takes, as kubeadm writes versions.
+var kubernetesVersionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
 // Preflight checks a kube-apiserver command line (without the program name).
 func Preflight(ctx context.Context, args []string) *PreflightReport {

@@ -63,28 +63,35 @@ var unitSettingsJudgedElsewhere = regexp.MustCompile(`^(ExecStart|Environment|En
 // Limit*= and resource settings, Restart=, the timeouts, SyslogIdentifier=, ...) gone or
 // changed, and an environment variable it gives the server (one ExecStart= does not expand:
 // a proxy, GOMAXPROCS, GODEBUG, ...) gone or changed, are problems, as a manifest's pod
-// settings are; a setting the new unit adds is a note. Values of environment variables are
-// not printed: a proxy's may hold a password.
+// settings are; a setting the new unit adds is a note. Values are compared as systemd reads
+// them (unitValue). Values of environment variables and of credential settings are not
+// printed: they may hold a password.
 func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeconfig.SystemdService) {
-	const hint = "carry it over in a drop-in (systemctl edit kube-apiserver), or take it out of the running unit first if it is meant to go"
+	const hint = "carry it over in a drop-in of the new unit, or take it out of the running unit first if it is meant to go"
+	shown := func(name string, values []string) string {
+		if strings.Contains(name, "Credential") {
+			return "(a credential, not shown)"
+		}
+		return strings.Join(values, " ")
+	}
 	for _, name := range slices.Sorted(maps.Keys(running.Settings)) {
 		if unitSettingsJudgedElsewhere.MatchString(name) {
 			continue
 		}
 		before, after := running.Effective(name), next.Effective(name)
-		switch {
-		case slices.Equal(before, after) || len(before) == 0 && len(after) == 0:
+		switch was, is := unitValue(name, before), unitValue(name, after); {
+		case was == is:
 		case len(after) == 0:
-			r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", name, strings.Join(before, " "), runningPath, hint)
+			r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", name, shown(name, before), runningPath, hint)
 		default:
-			r.problem("%s= changes from %s (the running unit %s's) to %s: %s", name, strings.Join(before, " "), runningPath, strings.Join(after, " "), hint)
+			r.problem("%s= changes from %s (the running unit %s's) to %s: %s", name, shown(name, before), runningPath, shown(name, after), hint)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(next.Settings)) {
-		if _, ok := running.Settings[name]; ok || unitSettingsJudgedElsewhere.MatchString(name) || len(next.Effective(name)) == 0 {
+		if _, ok := running.Settings[name]; ok || unitSettingsJudgedElsewhere.MatchString(name) || unitValue(name, next.Effective(name)) == "" {
 			continue
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", name, strings.Join(next.Effective(name), " "), runningPath))
+		r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", name, shown(name, next.Effective(name)), runningPath))
 	}
 	for _, name := range slices.Sorted(maps.Keys(running.Environment)) {
 		if running.ExpandsVariable(name) {
@@ -99,16 +106,99 @@ func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeco
 	}
 }
 
+// unitValue is a setting's value as systemd reads it, so that spellings of one value compare
+// equal: a time span ("5" and "5s", "1min" and "60s"), a boolean ("yes", "true", "on", "1"),
+// a resource limit whose soft and hard values are one ("65536" and "65536:65536"), a list
+// given in several assignments or one, and User= or Group= root, what a service runs as
+// without one.
+func unitValue(name string, values []string) string {
+	if !unitListSettings[name] && len(values) > 1 {
+		// The last assignment of a single-valued setting is the one in force.
+		values = values[len(values)-1:]
+	}
+	joined := strings.Join(strings.Fields(strings.Join(values, " ")), " ")
+	switch {
+	case (name == "User" || name == "Group") && joined == "root":
+		return ""
+	case strings.HasPrefix(name, "Limit"):
+		if soft, hard, ok := strings.Cut(joined, ":"); ok && soft == hard {
+			return soft
+		}
+	case strings.HasSuffix(name, "Sec") || strings.HasSuffix(name, "USec"):
+		if d, ok := timeSpan(joined); ok {
+			return d.String()
+		}
+	}
+	switch strings.ToLower(joined) {
+	case "yes", "true", "on", "1":
+		return "true"
+	case "no", "false", "off", "0":
+		return "false"
+	}
+	return joined
+}
+
+// unitListSettings are the [Service] settings compareUnits compares whose assignments add up
+// (the others take the last): the lists judged elsewhere (the sandbox's paths, capabilities,
+// the environment) are not among them.
+var unitListSettings = map[string]bool{
+	"SupplementaryGroups": true, "DeviceAllow": true, "ExecStartPre": true, "ExecStartPost": true,
+	"ExecStop": true, "ExecStopPost": true, "ExecReload": true, "ExecCondition": true,
+	"SetCredential": true, "SetCredentialEncrypted": true, "LoadCredential": true, "LoadCredentialEncrypted": true,
+	"BindPaths": true, "BindReadOnlyPaths": true, "TemporaryFileSystem": true,
+}
+
+// timeSpan parses a systemd time span (systemd.time(7)): a number alone is seconds, and
+// units follow numbers, several summed ("1min 30s", "1min30s").
+func timeSpan(s string) (time.Duration, bool) {
+	units := map[string]time.Duration{
+		"us": time.Microsecond, "usec": time.Microsecond, "ms": time.Millisecond, "msec": time.Millisecond,
+		"s": time.Second, "sec": time.Second, "second": time.Second, "seconds": time.Second,
+		"m": time.Minute, "min": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+		"h": time.Hour, "hr": time.Hour, "hour": time.Hour, "hours": time.Hour,
+		"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+	}
+	if s == "infinity" {
+		return -1, true
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Duration(n * float64(time.Second)), true
+	}
+	var total time.Duration
+	for _, m := range timeSpanPart.FindAllStringSubmatch(strings.ReplaceAll(s, " ", ""), -1) {
+		unit, ok := units[m[2]]
+		n, err := strconv.ParseFloat(m[1], 64)
+		if !ok || err != nil {
+			return 0, false
+		}
+		total += time.Duration(n * float64(unit))
+	}
+	if strings.ReplaceAll(s, " ", "") != strings.Join(timeSpanPart.FindAllString(strings.ReplaceAll(s, " ", ""), -1), "") {
+		return 0, false
+	}
+	return total, true
+}
+
+var timeSpanPart = regexp.MustCompile(`([0-9.]+)([a-z]+)`)
+
 // checkRollbackProgram reports, for a rollback (--rollback), a unit whose program is not stock
 // kube-apiserver of the Kubernetes version the node runs: targetVersion
-// (--kubernetes-version), or that of ours, the release running now. A stock binary left
+// (--kubernetes-version), else that of the program the running unit runs (running, when
+// --running-unit is given), else that of ours, this preflight's release. A stock binary left
 // from before an upgrade would run an API server older than the controller manager,
 // scheduler and kubelets, which the version-skew policy forbids. The program is asked its
 // version (--version), as an operator would.
-func (r *PreflightReport) checkRollbackProgram(service *nodeconfig.SystemdService, targetVersion, ours string) {
-	want := targetVersion
+func (r *PreflightReport) checkRollbackProgram(service, running *nodeconfig.SystemdService, targetVersion, ours string) {
+	want, from := targetVersion, "--kubernetes-version"
+	if want == "" && running != nil {
+		if v, err := programVersion(running.Program); err == nil {
+			want, _, _ = strings.Cut(v, "+")
+			from = "the running unit's " + running.Program
+		}
+	}
 	if want == "" {
 		want, _, _ = strings.Cut(ours, "+")
+		from = "this preflight's release, " + ours
 	}
 	got, err := programVersion(service.Program)
 	switch {
@@ -117,20 +207,23 @@ func (r *PreflightReport) checkRollbackProgram(service *nodeconfig.SystemdServic
 	case strings.Contains(got, "+portcullis."):
 		r.problem("--rollback, but the unit runs %s, a Portcullis release (%s): point ExecStart (KUBE_APISERVER_BINARY in the kit's environment file) at stock kube-apiserver %s (docs/operating.md, 4)", service.Program, got, want)
 	case got != want:
-		r.problem("--rollback: the unit runs %s, stock kube-apiserver %s, not %s, the version the node runs: a rollback must not change the version (an older API server than the controller manager, scheduler and kubelets breaks the version-skew policy); install stock kube-apiserver %s and point the unit at it (docs/operating.md, 4)", service.Program, got, want, want)
+		r.problem("--rollback: the unit runs %s, stock kube-apiserver %s, not %s, the version the node runs (%s): a rollback must not change the version (an older API server than the controller manager, scheduler and kubelets breaks the version-skew policy); install stock kube-apiserver %s and point the unit at it (docs/operating.md, 4)", service.Program, got, want, from, want)
 	}
 }
 
-// programVersion runs program --version and returns the version a Kubernetes component
-// prints ("Kubernetes v1.37.2").
+// programVersion runs program --version, with no environment but PATH, and returns the
+// version a Kubernetes component prints ("Kubernetes v1.37.2").
 func programVersion(program string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, program, "--version")
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	// A child that keeps the output open must not hold preflight past the timeout.
+	cmd.WaitDelay = 5 * time.Second
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s --version: %w", program, err)
+		return "", fmt.Errorf("%s --version: %w: %s", program, err, strings.TrimSpace(limitString(errOut.String(), 200)))
 	}
 	fields := strings.Fields(out.String())
 	if len(fields) != 2 || fields[0] != "Kubernetes" {

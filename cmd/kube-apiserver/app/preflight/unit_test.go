@@ -98,24 +98,36 @@ func TestCheckRollbackProgram(t *testing.T) {
 	portcullis := program("portcullis", `echo "Kubernetes v1.37.2+portcullis.1"`)
 	failing := program("failing", `echo "unknown flag: --version" >&2; exit 1`)
 	other := program("other", `echo "etcd Version: 3.6.8"`)
+	running136 := program("running136", `echo "Kubernetes v1.36.5+portcullis.1"`)
 	tests := []struct {
 		name, program, target string
-		wantProblem           string
+		// running is the running unit's program, when --running-unit is given.
+		running     string
+		wantProblem string
 	}{
 		{name: "stock of the version the node runs", program: stock},
 		{name: "stock of the version named", program: older, target: "v1.36.5"},
+		// The node runs a 1.36 release of ours while this preflight is 1.37's: the running
+		// unit says the version.
+		{name: "stock of the running unit's version", program: older, running: running136},
+		{name: "stock of this preflight's, not the running unit's", program: stock, running: running136,
+			wantProblem: "stock kube-apiserver v1.37.2, not v1.36.5, the version the node runs (the running unit's " + running136 + ")"},
 		{name: "stock left from before an upgrade", program: older,
 			wantProblem: "--rollback: the unit runs " + older + ", stock kube-apiserver v1.36.5, not v1.37.2, the version the node runs"},
 		{name: "another patch than the one named", program: stock, target: "v1.37.3", wantProblem: "stock kube-apiserver v1.37.2, not v1.37.3"},
 		{name: "still Portcullis", program: portcullis, wantProblem: "--rollback, but the unit runs " + portcullis + ", a Portcullis release (v1.37.2+portcullis.1)"},
-		{name: "a program that does not say", program: failing, wantProblem: "which does not say its version"},
+		{name: "a program that does not say", program: failing, wantProblem: "which does not say its version (" + failing + " --version: exit status 1: unknown flag: --version)"},
 		{name: "another program", program: other, wantProblem: "not a Kubernetes component's version"},
 		{name: "missing", program: filepath.Join(dir, "missing"), wantProblem: "which does not say its version"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &PreflightReport{}
-			r.checkRollbackProgram(&nodeconfig.SystemdService{Program: tc.program}, tc.target, ours)
+			var running *nodeconfig.SystemdService
+			if tc.running != "" {
+				running = &nodeconfig.SystemdService{Program: tc.running}
+			}
+			r.checkRollbackProgram(&nodeconfig.SystemdService{Program: tc.program}, running, tc.target, ours)
 			switch {
 			case tc.wantProblem == "" && len(r.Problems) > 0:
 				t.Errorf("want no problem, got %q", r.Problems)
@@ -129,6 +141,8 @@ func TestCheckRollbackProgram(t *testing.T) {
 func TestCompareUnits(t *testing.T) {
 	// An operator's unit: its own user, limits, restart policy and proxy.
 	const running = `[Service]
+SetCredential=token:secret
+RestartSec=5s
 User=kube
 Group=kube
 LimitNOFILE=65536
@@ -151,7 +165,9 @@ Environment=BINARY=/usr/local/lib/portcullis/kube-apiserver
 ExecStart=/usr/bin/env ${BINARY} --secure-port=6443
 Restart=on-failure
 RestartSec=5s
+TimeoutStopSec=30
 LimitNOFILE=1048576
+SetCredential=token:secret
 `,
 			wantProblems: []string{
 				"Group=kube, which the running unit RUNNING sets, is gone from the new unit: carry it over in a drop-in",
@@ -162,9 +178,14 @@ LimitNOFILE=1048576
 				"the environment variable HTTPS_PROXY, which the running unit RUNNING gives the server, is gone from the new unit",
 				"the environment variable NO_PROXY, which the running unit RUNNING gives the server, is gone",
 			},
-			wantNotes: []string{"the new unit adds RestartSec=5s, which the running unit RUNNING does not set"}},
+			wantNotes: []string{"the new unit adds TimeoutStopSec=30, which the running unit RUNNING does not set"}},
 		{name: "a drop-in's reset takes a setting away", next: strings.Replace(running, "TasksMax=4096", "TasksMax=4096\nTasksMax=", 1),
 			wantProblems: []string{"TasksMax=4096, which the running unit RUNNING sets, is gone"}},
+		// Spellings systemd reads as one value.
+		{name: "the same values spelled otherwise", next: strings.NewReplacer("LimitNOFILE=65536", "LimitNOFILE=65536:65536", "RestartSec=5s", "RestartSec=5").Replace(running)},
+		{name: "a single-valued setting given again: the last counts", next: strings.Replace(running, "TasksMax=4096", "TasksMax=1\nTasksMax=4096", 1)},
+		{name: "a credential changes", next: running + "SetCredential=token:other\n",
+			wantProblems: []string{"SetCredential= changes from (a credential, not shown) (the running unit RUNNING's) to (a credential, not shown)"}},
 		{name: "a proxy's value changes", next: strings.Replace(running, "proxy.example:3128", "proxy.example:8080", 1),
 			wantProblems: []string{"the environment variable HTTPS_PROXY, which the running unit RUNNING gives the server, changes its value in the new unit"}},
 	}
@@ -201,5 +222,57 @@ LimitNOFILE=1048576
 				}
 			}
 		})
+	}
+}
+
+func TestUnitValue(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values []string
+		want   string
+	}{
+		{"RestartSec", []string{"5"}, "5s"},
+		{"RestartSec", []string{"5s"}, "5s"},
+		{"TimeoutStopSec", []string{"1min 30s"}, "1m30s"},
+		{"TimeoutStopSec", []string{"1min30s"}, "1m30s"},
+		{"TimeoutStopSec", []string{"500ms"}, "500ms"},
+		{"TimeoutStopSec", []string{"soon"}, "soon"},
+		{"LimitNOFILE", []string{"65536:65536"}, "65536"},
+		{"LimitNOFILE", []string{"1024:65536"}, "1024:65536"},
+		{"User", []string{"root"}, ""},
+		{"Delegate", []string{"yes"}, "true"},
+		{"Delegate", []string{"off"}, "false"},
+		{"TasksMax", []string{"1", "4096"}, "4096"},
+		{"SupplementaryGroups", []string{"a", "b"}, "a b"},
+	} {
+		if got := unitValue(c.name, c.values); got != c.want {
+			t.Errorf("unitValue(%s, %q) = %q, want %q", c.name, c.values, got, c.want)
+		}
+	}
+}
+
+func TestExpandsVariable(t *testing.T) {
+	for _, c := range []struct {
+		execStart string
+		want      bool
+	}{
+		{"/usr/bin/env ${BINARY} --x", true},
+		{"/bin/kube-apiserver --x=${VALUE}", true},
+		{"/bin/kube-apiserver $ARGS", true},
+		{"/bin/kube-apiserver --x=$VALUE", false},
+		{"/bin/kube-apiserver $$ARGS", false},
+		{":/bin/kube-apiserver ${ARGS}", false},
+		{"/bin/kube-apiserver $ARGSX", false},
+	} {
+		s := &nodeconfig.SystemdService{Settings: map[string][]string{"ExecStart": {c.execStart}}}
+		name := "ARGS"
+		if strings.Contains(c.execStart, "BINARY") {
+			name = "BINARY"
+		} else if strings.Contains(c.execStart, "VALUE") {
+			name = "VALUE"
+		}
+		if got := s.ExpandsVariable(name); got != c.want {
+			t.Errorf("ExecStart=%s expands %s: %v, want %v", c.execStart, name, got, c.want)
+		}
 	}
 }
