@@ -29,6 +29,7 @@ require (
 	k8s.io/component-helpers v0.35.8
 	k8s.io/csi-translation-lib v0.0.0
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kube-aggregator v0.0.0
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912
 	k8s.io/kubernetes v1.35.8
 	k8s.io/pod-security-admission v0.0.0
@@ -140,7 +141,6 @@ require (
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
 	k8s.io/kms v0.35.8 // indirect
-	k8s.io/kube-aggregator v0.0.0 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
