@@ -110,7 +110,12 @@ func TestOperatingSystemd(t *testing.T) {
 	writeFile(t, filepath.Join(etc, "kube-apiserver.env"), runningEnv)
 
 	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdInstall), opts)
+	// A drop-in of the node's own, which the backup keeps.
+	writeFile(t, filepath.Join(units, "kube-apiserver.service.d", "10-limits.conf"), "[Service]\nLimitNOFILE=1048576\n")
 	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackup), opts)
+	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.service.d", "10-limits.conf"))); !strings.Contains(got, "LimitNOFILE=1048576") {
+		t.Errorf("the backup did not keep the unit's drop-in: %q", got)
+	}
 	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
 		t.Errorf("the backup of the environment file is not the running one")
 	}

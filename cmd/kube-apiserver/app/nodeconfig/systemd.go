@@ -45,6 +45,14 @@ func ReadSystemdUnit(unitPath string, environmentFiles ...string) (*SystemdServi
 	return readSystemdUnit(unitPath, environmentFiles, systemdDropInRoots)
 }
 
+// ReadSystemdUnitCopy is ReadSystemdUnit for a copy of a unit (a backup, --running-unit):
+// only the drop-ins of its own directory apply (<unit>.d beside it), not those of systemd's
+// directories, which belong to the live unit and may have changed since the copy was made.
+// For the live unit's own path the two are the same.
+func ReadSystemdUnitCopy(unitPath string, environmentFiles ...string) (*SystemdService, error) {
+	return readSystemdUnit(unitPath, environmentFiles, nil)
+}
+
 func readSystemdUnit(unitPath string, environmentFiles []string, dropInRoots []string) (*SystemdService, error) {
 	unit, sources := map[string][]string{}, map[string][]string{}
 	if err := parseUnit(unitPath, unit, sources); err != nil {

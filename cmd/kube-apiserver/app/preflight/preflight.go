@@ -202,7 +202,7 @@ func NewCommand() *cobra.Command {
 			}
 			var runningService *nodeconfig.SystemdService
 			if runningUnit != "" {
-				if runningService, err = nodeconfig.ReadSystemdUnit(runningUnit, runningEnvironmentFiles...); err != nil {
+				if runningService, err = nodeconfig.ReadSystemdUnitCopy(runningUnit, runningEnvironmentFiles...); err != nil {
 					return usage(fmt.Errorf("--running-unit: %w", err))
 				}
 			}
