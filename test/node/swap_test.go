@@ -186,6 +186,20 @@ func swapToOurs(t *testing.T, n *node.Node) swapped {
 		t.Errorf("the check printed:\n%s", out)
 	}
 
+	// 6. What a new control-plane node would run: kubeadm join's render, on this node, from
+	// the uploaded configuration (kubeadm init published the cluster-info it discovers), then
+	// preflight (the block runs under errexit).
+	joinOpts := n.Options()
+	joinOpts.Env = append(slices.Clone(joinOpts.Env), "NODE_NAME=cp-2", "NODE_ADDRESS=192.0.2.11")
+	out, _ = docs.Run(t, docs.Block(t, docs.Operating, docs.KeyKubeadmJoinRender), joinOpts)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("preflight of the joining node's render:\n%s", out)
+	}
+	joined := apiServerFlags(t, filepath.Join(root, "portcullis-join-render", "kube-apiserver.yaml"))
+	if joined["advertise-address"] != "192.0.2.11" || !strings.Contains(joined["enable-admission-plugins"], "SecurityContextDeny") {
+		t.Errorf("the joining node's render advertises %q and enables %q", joined["advertise-address"], joined["enable-admission-plugins"])
+	}
+
 	return swapped{ours: ours, patchImage: patchImage, clusterFile: clusterFile, fragment: fragment}
 }
 
