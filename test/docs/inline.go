@@ -28,6 +28,7 @@ var Inline = []InlineEntry{
 	{File: "README.md", Text: "kube-apiserver --version", NotRun: "what make build's binary answers, in the table of make targets; test/integration/apiserver and test/release run the binary with --version and check the answer"},
 	{File: "docs/node.md", Text: "ctr -n k8s.io images import", NotRun: "names how the real node's harness loads its images (test/node does it), not an operator's step"},
 	{File: "docs/node.md", Text: "curl http://…", NotRun: "the exec handlers of conformance's pods, which they run on the real node (… is their URL)"},
+	{File: "docs/node.md", Text: "kubeadm join phase control-plane-prepare control-plane --dry-run", NotRun: "names the render of docs/operating.md's step 6 block (its --config elided here), which test/node.TestKubeadmNode runs on the real node"},
 	{File: "docs/operating.md", Text: "skopeo copy --all oci-archive:kube-apiserver-v1.37.2+portcullis.1.oci.tar docker://registry.example.com/portcullis/kube-apiserver:v1.37.2_portcullis.1", Block: "docker://registry.example.com/portcullis/kube-apiserver"},
 	{File: "docs/operating.md", Text: "crictl ps --name kube-apiserver", NotRun: "a look at the runtime while the kubelet restarts the pod, nothing to check in its output; the real node (test/node) waits for the same container through its own CRI client"},
 	{File: "docs/operating.md", Text: "kubeadm join --control-plane", NotRun: "names kubeadm's join of another control-plane node: its arguments (endpoint, token, CA hash, certificate key) are the cluster's, printed by kubeadm init"},
