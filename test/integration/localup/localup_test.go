@@ -27,8 +27,13 @@ import (
 	"github.com/portcullis-k8s/portcullis/test/integration/framework"
 )
 
-// readyBanner is the line local-up prints once everything serves.
-const readyBanner = "Portcullis is running."
+// readyBanner is the line local-up prints once everything serves, and summaryEnd the start
+// of the last line of the summary it prints after it: a test reads the summary once that is
+// there (the chains come from the server's log, read after the banner is written).
+const (
+	readyBanner = "Portcullis is running."
+	summaryEnd  = "Press Ctrl-C to stop;"
+)
 
 // localUp is one run of the program.
 type localUp struct {
@@ -93,11 +98,11 @@ func start(t *testing.T, bins framework.Binaries, env []string) *localUp {
 	return l
 }
 
-// waitReady waits for the banner, failing if the program exits first.
+// waitReady waits for the banner and the summary after it, failing if the program exits first.
 func (l *localUp) waitReady(t *testing.T) {
 	t.Helper()
 	deadline := time.After(5 * time.Minute)
-	for !strings.Contains(l.output.String(), readyBanner) {
+	for out := l.output.String(); !strings.Contains(out, readyBanner) || !strings.Contains(out, summaryEnd); out = l.output.String() {
 		select {
 		case err := <-l.done:
 			l.done <- err
