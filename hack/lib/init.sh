@@ -340,6 +340,7 @@ portcullis::api_packages() {
 portcullis::internal_packages() {
   echo github.com/portcullis-k8s/portcullis/pkg/apis/policy
   echo github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration
+  echo github.com/portcullis-k8s/portcullis/pkg/apis/admission
 }
 
 # portcullis::conversion_packages lists the main module's versioned API packages that carry
@@ -347,6 +348,7 @@ portcullis::internal_packages() {
 portcullis::conversion_packages() {
   echo github.com/portcullis-k8s/portcullis/pkg/apis/policy/v1beta1
   echo github.com/portcullis-k8s/portcullis/pkg/apis/admissionregistration/v1alpha1
+  echo github.com/portcullis-k8s/portcullis/pkg/apis/admission/v1alpha1
 }
 
 # portcullis::openapi_packages lists the staging packages whose OpenAPI definitions are

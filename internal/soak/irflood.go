@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/portcullis-k8s/portcullis/internal/controlplane"
+	admissionv1alpha1 "github.com/portcullis-k8s/portcullis/pkg/apis/admission/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
 )
 
@@ -309,10 +310,10 @@ const UnboundedBinary = "kube-apiserver-unbounded-caches"
 func irFloodConfig(o IRFloodOptions, prometheusURL string) (string, error) {
 	config := controlplane.AdmissionConfig(false, prometheusURL)
 	sized := strings.NewReplacer(
-		fmt.Sprintf("cacheEntries: %d\n", initialresources.DefaultCacheEntries), fmt.Sprintf("cacheEntries: %d\n", o.CacheEntries),
-		fmt.Sprintf("cacheBytes: %s\n", initialresources.DefaultCacheBytes), fmt.Sprintf("cacheBytes: %d\n", o.CacheBytes),
+		fmt.Sprintf("cacheEntries: %d\n", admissionv1alpha1.DefaultCacheEntries), fmt.Sprintf("cacheEntries: %d\n", o.CacheEntries),
+		fmt.Sprintf("cacheBytes: %s\n", admissionv1alpha1.DefaultCacheBytes), fmt.Sprintf("cacheBytes: %d\n", o.CacheBytes),
 	).Replace(config)
-	if o.CacheEntries != int(initialresources.DefaultCacheEntries) && sized == config {
+	if o.CacheEntries != int(admissionv1alpha1.DefaultCacheEntries) && sized == config {
 		return "", errors.New("make run's InitialResources entry spells out no cacheEntries to size")
 	}
 	return sized, nil

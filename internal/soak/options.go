@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
+	admissionv1alpha1 "github.com/portcullis-k8s/portcullis/pkg/apis/admission/v1alpha1"
 )
 
 // Binary names, as the report and the results call the servers compared.
@@ -124,7 +124,7 @@ func DefaultOptions() Options {
 		// flood faster than its two running lookups, so filling takes several times the
 		// entries.
 		IRFlood: IRFloodOptions{Images: 60000, Namespaces: 6, Clients: 12, Timeout: 5 * time.Minute,
-			CacheEntries: int(initialresources.DefaultCacheEntries), CacheBytes: 4 << 20},
+			CacheEntries: int(admissionv1alpha1.DefaultCacheEntries), CacheBytes: 4 << 20},
 	}
 }
 

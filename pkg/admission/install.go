@@ -13,7 +13,7 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // Install registers every plugin of ours into upstream's kube-apiserver admission options,
@@ -49,6 +49,14 @@ func (s *Settings) Set(config *portcullisconfig.Configuration) { s.config = conf
 // Config returns what Set gave (nil before).
 func (s *Settings) Config() *portcullisconfig.Configuration { return s.config }
 
+// portcullisEntry is the Portcullis entry as the plugins read it (nil: none).
+func (s *Settings) portcullisEntry() *portcullisapi.PortcullisConfiguration {
+	if s.config == nil {
+		return nil
+	}
+	return &s.config.PortcullisConfiguration
+}
+
 // replace swaps opts' plugin registry for one where each replacement of ours is registered
 // instead of upstream's plugin of its name. Upstream's registry cannot unregister a plugin,
 // and refuses a second one of a name, so the new registry is built from upstream's own
@@ -65,8 +73,7 @@ func replace(opts *genericoptions.AdmissionOptions, replacements []Replacement, 
 		if slices.Contains(plugins.Registered(), r.Name) {
 			return fmt.Errorf("admission plugin %q is registered by upstream's functions this registry calls; it cannot be replaced", r.Name)
 		}
-		validating := r.Phase.Validates()
-		r.Register(plugins, func() *webhook.Configuration { return settings.config.Dispatch(validating) })
+		r.Register(plugins, settings.portcullisEntry)
 	}
 	if got := sets.New(plugins.Registered()...); !got.Equal(stock) {
 		return fmt.Errorf("replacing upstream's admission plugins changed the registered set: missing %v, extra %v",

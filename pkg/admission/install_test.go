@@ -27,10 +27,10 @@ import (
 	admissionregistrationv1alpha1 "github.com/portcullis-k8s/api/admissionregistration/v1alpha1"
 	policyv1beta1 "github.com/portcullis-k8s/api/policy/v1beta1"
 	settingsv1alpha1 "github.com/portcullis-k8s/api/settings/v1alpha1"
-	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission/validation"
 	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 var updatePinned = flag.Bool("update", false, "rewrite testdata/ with upstream's current lists (after a deliberate version bump)")
@@ -167,7 +167,7 @@ func TestDefaultsMatchStock(t *testing.T) {
 // nothing).
 func TestRefusedEnforcementModesNameUpstreamPlugins(t *testing.T) {
 	registered := sets.New(kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins.Registered()...)
-	for _, name := range enforcement.RefusedPlugins() {
+	for _, name := range validation.RefusedPlugins() {
 		if !registered.Has(name) {
 			t.Errorf("enforcement mode refused for %q, which upstream does not register (renamed or removed?)", name)
 		}
@@ -333,7 +333,10 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	traced := &webhook.Configuration{Traced: true}
+	traced := &portcullisconfig.Configuration{PortcullisConfiguration: portcullisapi.PortcullisConfiguration{
+		WebhookDispatch: &portcullisapi.WebhookDispatch{Mutating: &portcullisapi.WebhookDispatchSettings{}, Validating: &portcullisapi.WebhookDispatchSettings{}},
+		AdmissionTrace:  &portcullisapi.AdmissionTrace{Audit: true},
+	}}
 	stock := kubeoptions.NewAdmissionOptions().GenericAdmission
 	want := sets.New(stock.Plugins.Registered()...)
 	for _, p := range Plugins() {
@@ -363,7 +366,7 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		{"the example, no entry of its own", "", example, true},
 		// The trace alone asks nothing of our dispatch: exactly stock unless asked.
 		{"the admission trace alone", upstreamKind, traceAlone, false},
-		{"a dispatch traced and nothing else", upstreamKind, &portcullisconfig.Configuration{MutatingDispatch: traced, ValidatingDispatch: traced, TraceAudit: true}, false},
+		{"a dispatch traced and nothing else", upstreamKind, traced, false},
 		{"earlier releases' kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\n", nil, false},
 		{"earlier releases' kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\ncircuitBreaker: {}\ntimeBudget: {}\n", nil, true},
 	}
@@ -405,7 +408,7 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 
 func TestReplaceRefusesWhatIsNotUpstreams(t *testing.T) {
 	opts := kubeoptions.NewAdmissionOptions().GenericAdmission
-	noop := func(*genericadmission.Plugins, func() *webhook.Configuration) {}
+	noop := func(*genericadmission.Plugins, func() *portcullisapi.PortcullisConfiguration) {}
 	err := replace(opts, []Replacement{{Name: "NoSuchPlugin", Register: noop}}, &Settings{})
 	if err == nil || !strings.Contains(err.Error(), "NoSuchPlugin") {
 		t.Fatalf("replacing a plugin upstream does not have: %v, want an error naming it", err)

@@ -10,6 +10,7 @@ import (
 
 	genericadmission "k8s.io/apiserver/pkg/admission"
 
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/releases"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/exec"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initializers"
@@ -18,7 +19,6 @@ import (
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podpreset"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/securitycontextdeny"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	webhookmutating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
 	webhookvalidating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/validating"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhookconfigurationguard"
@@ -175,7 +175,7 @@ type Replacement struct {
 	Phase Phase
 	// Register registers our plugin under Name; dispatch gives the Portcullis entry's
 	// settings for it when the plugin is built.
-	Register func(plugins *genericadmission.Plugins, dispatch func() *webhook.Configuration)
+	Register func(plugins *genericadmission.Plugins, config func() *portcullisapi.PortcullisConfiguration)
 }
 
 // Phase says which admission phases a plugin takes part in.

@@ -10,10 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 // TestWebhooksDocNamesEverySettingThatSwitchesDispatch keeps docs/webhooks.md's first bullet
@@ -34,13 +33,12 @@ func TestWebhooksDocNamesEverySettingThatSwitchesDispatch(t *testing.T) {
 	for _, m := range regexp.MustCompile("`([a-z][a-zA-Z]+)`").FindAllSubmatch(bullet[1], -1) {
 		documented = append(documented, string(m[1]))
 	}
-	one := int32(1)
-	alone := map[string]admissionv1alpha1.WebhookDispatchSettings{
-		"circuitBreaker":   {CircuitBreaker: &admissionv1alpha1.WebhookCircuitBreaker{}},
-		"timeBudget":       {TimeBudget: &admissionv1alpha1.WebhookTimeBudget{}},
-		"earlyExit":        {EarlyExit: true},
-		"enforcementModes": {EnforcementModes: []admissionv1alpha1.WebhookEnforcement{{Configuration: "c", Webhook: "w.example.com", Modes: []admissionv1alpha1.EnforcementMode{"Audit"}}}},
-		"idempotencyProbe": {IdempotencyProbe: &admissionv1alpha1.WebhookIdempotencyProbe{OneIn: one}},
+	alone := map[string]string{
+		"circuitBreaker":   "circuitBreaker: {}",
+		"timeBudget":       "timeBudget: {}",
+		"earlyExit":        "earlyExit: true",
+		"enforcementModes": "enforcementModes: [{configuration: c, webhook: w.example.com, modes: [Audit]}]",
+		"idempotencyProbe": "idempotencyProbe: {oneIn: 1}",
 	}
 	fields := reflect.TypeFor[admissionv1alpha1.WebhookDispatchSettings]()
 	var switching []string
@@ -51,9 +49,15 @@ func TestWebhooksDocNamesEverySettingThatSwitchesDispatch(t *testing.T) {
 			t.Errorf("webhookDispatch's field %s is new: say here how to set it alone, and whether docs/webhooks.md lists it", name)
 			continue
 		}
-		for _, validating := range []bool{webhook.MutatingPlugin, webhook.ValidatingPlugin} {
-			dispatch, errs := webhook.NewDispatch(&settings, validating, field.NewPath("webhookDispatch"))
-			if len(errs) == 0 && dispatch.Ours() {
+		for _, plugin := range []string{"mutating", "validating"} {
+			file := filepath.Join(t.TempDir(), "admission.yaml")
+			entry := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: Portcullis\n  configuration:\n" +
+				"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n    webhookDispatch:\n      " + plugin + ":\n        " + settings + "\n"
+			if err := os.WriteFile(file, []byte(entry), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			config, err := portcullisconfig.Load(file)
+			if err == nil && config.Dispatch(plugin == "validating").Ours() {
 				switching = append(switching, name)
 				break
 			}

@@ -46,7 +46,7 @@ type nativeAPI struct {
 	priority upstreamgroup.APIServicePriority
 }
 
-// nativeAPIs are the APIs of ours served in upstream groups; portcullisconfig.ServableAPIs
+// nativeAPIs are the APIs of ours served in upstream groups; portcullisapi.ServableAPIs
 // names the same versions, in the same order (TestNativeAPIsAreTheServableAPIs).
 func nativeAPIs() []nativeAPI {
 	return []nativeAPI{

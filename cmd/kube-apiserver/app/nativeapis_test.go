@@ -25,6 +25,7 @@ import (
 
 	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/serveroptions"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/registry/upstreamgroup"
 )
 
@@ -67,7 +68,10 @@ func TestServedNativeAPIs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			portcullis := &portcullisconfig.Configuration{ServedAPIs: tc.servedAPIs}
+			portcullis := &portcullisconfig.Configuration{}
+			for _, gv := range tc.servedAPIs {
+				portcullis.ServedAPIs = append(portcullis.ServedAPIs, gv.String())
+			}
 			var got []schema.GroupVersion
 			for _, api := range servedNativeAPIs(s.Admission, portcullis, resources) {
 				got = append(got, api.groupVersion)
@@ -101,7 +105,7 @@ func TestNativeAPIsAreTheServableAPIs(t *testing.T) {
 			t.Errorf("--runtime-config's form of earlier releases serves %v, which no native API serves", r)
 		}
 	}
-	if want := portcullisconfig.ServableAPIs(); !slices.Equal(served, want) {
+	if want := portcullisapi.ServableAPIs(); !slices.Equal(served, want) {
 		t.Errorf("nativeAPIs serve %v, the Portcullis entry may name %v", served, want)
 	}
 	var resources []schema.GroupVersionResource
@@ -110,8 +114,8 @@ func TestNativeAPIsAreTheServableAPIs(t *testing.T) {
 			resources = append(resources, r.GroupVersionResource)
 		}
 	}
-	if want := portcullisconfig.ServableResources(); !slices.Equal(resources, want) {
-		t.Errorf("nativeAPIs serve %v, portcullisconfig.ServableResources names %v", resources, want)
+	if want := portcullisapi.ServableResources(); !slices.Equal(resources, want) {
+		t.Errorf("nativeAPIs serve %v, portcullisapi.ServableResources names %v", resources, want)
 	}
 }
 
@@ -123,7 +127,7 @@ func TestStockRegistersServableVersions(t *testing.T) {
 	stock := runtime.NewScheme()
 	upstreampolicyinstall.Install(stock)
 	upstreamadmissionregistrationinstall.Install(stock)
-	for _, gv := range portcullisconfig.ServableAPIs() {
+	for _, gv := range portcullisapi.ServableAPIs() {
 		if !stock.IsVersionRegistered(gv) {
 			t.Errorf("stock's scheme does not register %v", gv)
 		}

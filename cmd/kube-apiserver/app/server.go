@@ -102,17 +102,20 @@ func NewAPIServerCommand(ctx context.Context) (*cobra.Command, error) {
 			readiness := &portcullisadmission.ReadinessChecks{}
 			loopback := &portcullisadmission.LoopbackClientConfigs{}
 			decorators := admission.Decorators{readiness, loopback, enforcementModes}
-			admissionTrace := trace.New(portcullis.TraceOnRequest, portcullis.TraceAudit)
+			var admissionTrace *trace.Decorator
+			if t := portcullis.AdmissionTrace; t != nil {
+				admissionTrace = trace.New(t.OnRequest, t.Audit)
+			}
 			if admissionTrace != nil {
 				decorators = append(decorators, admissionTrace)
 			}
 			s.Admission.GenericAdmission.Decorators = append(decorators, s.Admission.GenericAdmission.Decorators...)
 			var harvest *webhook.HarvestPoint
 			enabled := portcullisadmission.EnabledPlugins(s.Admission)
-			softens := func(d *webhook.Configuration, plugin string) bool {
-				return d != nil && len(d.Modes) > 0 && slices.Contains(enabled, plugin)
+			softens := func(validating bool, plugin string) bool {
+				return webhook.Softens(portcullis.Dispatch(validating)) && slices.Contains(enabled, plugin)
 			}
-			if softens(portcullis.MutatingDispatch, mutating.PluginName) || softens(portcullis.ValidatingDispatch, validating.PluginName) {
+			if softens(webhook.MutatingPlugin, mutating.PluginName) || softens(webhook.ValidatingPlugin, validating.PluginName) {
 				// Mutating shadows are harvested at the end of the chain, where an admission
 				// run ends; last, so that the wait is no plugin's latency.
 				harvest = &webhook.HarvestPoint{}

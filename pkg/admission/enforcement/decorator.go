@@ -16,7 +16,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // wouldDeny counts the denials admitted because of a plugin's mode (Warn, Audit, or both:
@@ -55,7 +55,7 @@ type Decorator struct {
 
 var _ admission.Decorator = &Decorator{}
 
-func newDecorator(source string, plugins []admissionv1alpha1.PluginEnforcement) *Decorator {
+func newDecorator(source string, plugins []portcullisapi.PluginEnforcement) *Decorator {
 	d := &Decorator{source: source, soften: map[string]Soften{}}
 	for _, p := range plugins {
 		d.configured = append(d.configured, p.Name)
@@ -119,7 +119,7 @@ func (d *Decorator) Decorate(handler admission.Interface, name string) admission
 	if deferring, ok := handler.(RefusalDeferrer); ok {
 		deferring.DeferRefusalsToValidation()
 	}
-	v := &validating{Interface: handler, validator: validator, name: name, modes: m, annotation: annotationKey(name)}
+	v := &validating{Interface: handler, validator: validator, name: name, modes: m, annotation: portcullisapi.WouldDenyAnnotationKey(name)}
 	if mutator, ok := handler.(admission.MutationInterface); ok {
 		return &mutatingAndValidating{validating: v, mutator: mutator}
 	}

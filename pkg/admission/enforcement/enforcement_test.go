@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
@@ -19,7 +18,8 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"sigs.k8s.io/yaml"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission/validation"
 )
 
 // fakeValidator is a validating-only plugin that returns err.
@@ -88,11 +88,11 @@ func forbidden(msg string) error {
 
 func decoratorFor(t testing.TB, plugins string) *Decorator {
 	t.Helper()
-	var list []admissionv1alpha1.PluginEnforcement
+	var list []portcullisapi.PluginEnforcement
 	if err := yaml.UnmarshalStrict([]byte(plugins), &list); err != nil {
 		t.Fatal(err)
 	}
-	if errs := Validate(list, field.NewPath("enforcementModes")); len(errs) > 0 {
+	if errs := validation.ValidatePluginEnforcement(list, field.NewPath("enforcementModes")); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
 	return New("test", list)
@@ -307,22 +307,6 @@ func TestInTheChain(t *testing.T) {
 	}
 	if !strings.Contains(a.annotations["both.admission.portcullis.io/would-deny"], "both says no") {
 		t.Errorf("annotations = %v, want Both's denial", a.annotations)
-	}
-}
-
-// TestRefusedPluginsAreRefused holds Validate to the refused list: each name is refused with
-// its reason. (That each is a plugin upstream registers is pkg/admission's
-// TestRefusedEnforcementModesNameUpstreamPlugins: upstream's registry would make this
-// package's race-detector build compile every admission plugin of Kubernetes.)
-func TestRefusedPluginsAreRefused(t *testing.T) {
-	if diff := cmp.Diff(sets.List(sets.KeySet(refused)), RefusedPlugins()); diff != "" {
-		t.Errorf("RefusedPlugins() differs from the refused list (-list +RefusedPlugins):\n%s", diff)
-	}
-	for name, reason := range refused {
-		errs := Validate([]admissionv1alpha1.PluginEnforcement{{Name: name, Modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeWarn}}}, field.NewPath("enforcementModes"))
-		if err := errs.ToAggregate(); err == nil || !strings.Contains(err.Error(), reason) || !strings.Contains(err.Error(), "enforcementModes[0].name") {
-			t.Errorf("%s: Validate = %v, want it refused with %q", name, err, reason)
-		}
 	}
 }
 

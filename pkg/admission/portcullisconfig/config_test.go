@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 const header = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
@@ -45,7 +46,6 @@ func indent(s, by string) string {
 }
 
 func TestLoad(t *testing.T) {
-	policy := schema.GroupVersion{Group: "policy", Version: "v1beta1"}
 	tests := []struct {
 		name string
 		file string
@@ -69,13 +69,15 @@ enforcementModes:
 - name: SecurityContextDeny
   modes: [Warn, Audit]
 servedAPIs: [policy/v1beta1]
-`), want: Configuration{
-			EnforcementModes: []admissionv1alpha1.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admissionv1alpha1.EnforcementMode{"Warn", "Audit"}}},
-			MutatingDispatch: &webhook.Configuration{Breaker: &webhook.BreakerSettings{FailureThreshold: 3, InitialBackoff: webhook.DefaultInitialBackoff, MaxBackoff: webhook.DefaultMaxBackoff}},
-			ValidatingDispatch: &webhook.Configuration{EarlyExit: true,
-				Budget: &webhook.BudgetSettings{DeadlineMargin: webhook.DefaultDeadlineMargin, MaxDuration: 10 * time.Second}},
-			ServedAPIs: []schema.GroupVersion{policy},
-		}},
+`), want: entry(admission.PortcullisConfiguration{
+			EnforcementModes: []admission.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admission.EnforcementMode{"Warn", "Audit"}}},
+			WebhookDispatch: &admission.WebhookDispatch{
+				Mutating: &admission.WebhookDispatchSettings{CircuitBreaker: &admission.WebhookCircuitBreaker{FailureThreshold: ptr.To[int32](3), InitialBackoff: duration(time.Second), MaxBackoff: duration(30 * time.Second)}},
+				Validating: &admission.WebhookDispatchSettings{EarlyExit: true,
+					TimeBudget: &admission.WebhookTimeBudget{DeadlineMargin: duration(2 * time.Second), MaxDuration: duration(10 * time.Second)}},
+			},
+			ServedAPIs: []string{"policy/v1beta1"},
+		})},
 		{name: "webhook modes, probe and trace", file: withEntry(`webhookDispatch:
   mutating:
     enforcementModes:
@@ -86,29 +88,23 @@ servedAPIs: [policy/v1beta1]
     enforcementModes:
     - {configuration: policy, webhook: deny.example.com, modes: [Warn, Audit]}
 admissionTrace: {onRequest: true}
-`), want: Configuration{
-			MutatingDispatch: &webhook.Configuration{Traced: true,
-				Modes: webhook.HookModes{{Configuration: "inject", Webhook: "inject.example.com"}: {Audit: true, Label: "Audit"}},
-				Probe: &webhook.ProbeSettings{OneIn: 100, MaxInFlight: int(webhook.DefaultProbeMaxInFlight)}},
-			ValidatingDispatch: &webhook.Configuration{Traced: true,
-				Modes: webhook.HookModes{{Configuration: "policy", Webhook: "deny.example.com"}: {Warn: true, Audit: true, Label: "Warn+Audit"}}},
-			TraceOnRequest: true,
-		}},
-		// Exactly stock unless asked: the trace takes upstream's webhook plugins as they are.
-		{name: "trace alone leaves both webhook plugins upstream's", file: withEntry("admissionTrace: {audit: true}\n"), want: Configuration{TraceAudit: true}},
-		{name: "trace with one plugin on our dispatch", file: withEntry(`webhookDispatch:
-  validating: {earlyExit: true}
-  mutating: {}
-admissionTrace: {onRequest: true}
-`), want: Configuration{
-			MutatingDispatch:   &webhook.Configuration{},
-			ValidatingDispatch: &webhook.Configuration{EarlyExit: true, Traced: true},
-			TraceOnRequest:     true,
-		}},
-		{name: "the example", file: withEntry(strings.SplitN(Example(), "\n", 3)[2]), want: Configuration{
-			MutatingDispatch:   exampleDispatch(false),
-			ValidatingDispatch: exampleDispatch(true),
-		}},
+`), want: entry(admission.PortcullisConfiguration{
+			WebhookDispatch: &admission.WebhookDispatch{
+				Mutating: &admission.WebhookDispatchSettings{
+					EnforcementModes: []admission.WebhookEnforcement{
+						{Configuration: "inject", Webhook: "inject.example.com", Modes: []admission.EnforcementMode{"Audit"}},
+						{Configuration: "inject", Webhook: "enforced.example.com", Modes: []admission.EnforcementMode{"Deny"}},
+					},
+					IdempotencyProbe: &admission.WebhookIdempotencyProbe{OneIn: 100, MaxInFlight: ptr.To[int32](2)}},
+				Validating: &admission.WebhookDispatchSettings{
+					EnforcementModes: []admission.WebhookEnforcement{{Configuration: "policy", Webhook: "deny.example.com", Modes: []admission.EnforcementMode{"Warn", "Audit"}}}},
+			},
+			AdmissionTrace: &admission.AdmissionTrace{OnRequest: true},
+		})},
+		{name: "trace alone", file: withEntry("admissionTrace: {audit: true}\n"), want: entry(admission.PortcullisConfiguration{AdmissionTrace: &admission.AdmissionTrace{Audit: true}})},
+		{name: "the example", file: withEntry(strings.SplitN(Example(), "\n", 3)[2]), want: entry(admission.PortcullisConfiguration{
+			WebhookDispatch: &admission.WebhookDispatch{Mutating: exampleDispatch(false), Validating: exampleDispatch(true)},
+		})},
 		{name: "earlier releases' entries", file: header + `- name: EnforcementModes
   configuration:
     apiVersion: admission.portcullis.io/v1alpha1
@@ -128,10 +124,10 @@ admissionTrace: {onRequest: true}
     apiVersion: admission.portcullis.io/v1alpha1
     kind: WebhookDispatchConfiguration
     kubeConfigFile: /etc/kubernetes/webhooks.kubeconfig
-`, want: Configuration{
-			EnforcementModes:   []admissionv1alpha1.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admissionv1alpha1.EnforcementMode{"Audit"}}},
-			ValidatingDispatch: &webhook.Configuration{EarlyExit: true, Breaker: exampleDispatch(true).Breaker},
-		},
+`, want: entry(admission.PortcullisConfiguration{
+			EnforcementModes: []admission.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admission.EnforcementMode{"Audit"}}},
+			WebhookDispatch:  &admission.WebhookDispatch{Validating: &admission.WebhookDispatchSettings{EarlyExit: true, CircuitBreaker: exampleDispatch(true).CircuitBreaker}},
+		}),
 			deprecations: []string{
 				"plugins[0] (EnforcementModes): the EnforcementModes entry is replaced by the Portcullis entry's enforcementModes",
 				"plugins[1] (ValidatingAdmissionWebhook): WebhookDispatchConfiguration in ValidatingAdmissionWebhook's entry stops a stock kube-apiserver from starting",
@@ -173,12 +169,20 @@ admissionTrace: {onRequest: true}
 	}
 }
 
-func exampleDispatch(validating bool) *webhook.Configuration {
-	return &webhook.Configuration{
-		Breaker:   &webhook.BreakerSettings{FailureThreshold: int(webhook.DefaultFailureThreshold), InitialBackoff: webhook.DefaultInitialBackoff, MaxBackoff: webhook.DefaultMaxBackoff},
-		Budget:    &webhook.BudgetSettings{DeadlineMargin: webhook.DefaultDeadlineMargin},
-		EarlyExit: validating,
+// exampleDispatch is Example's dispatch settings for one plugin, defaulted.
+func exampleDispatch(validating bool) *admission.WebhookDispatchSettings {
+	return &admission.WebhookDispatchSettings{
+		CircuitBreaker: &admission.WebhookCircuitBreaker{FailureThreshold: ptr.To[int32](5), InitialBackoff: duration(time.Second), MaxBackoff: duration(30 * time.Second)},
+		TimeBudget:     &admission.WebhookTimeBudget{DeadlineMargin: duration(2 * time.Second)},
+		EarlyExit:      validating,
 	}
+}
+
+func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+// entry is the Configuration Load returns for an entry read as config.
+func entry(config admission.PortcullisConfiguration) Configuration {
+	return Configuration{PortcullisConfiguration: config}
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -277,20 +281,19 @@ func TestLogValues(t *testing.T) {
 	if got := fmt.Sprint(none.LogValues()); got != "[admissionConfigFile none mutatingWebhookDispatch upstream's validatingWebhookDispatch upstream's enforcementModes [] servedAPIs [] admissionTrace off]" {
 		t.Errorf("no settings: %s", got)
 	}
-	c := &Configuration{
-		File:               "/etc/kubernetes/admission.yaml",
-		EnforcementModes:   []admissionv1alpha1.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admissionv1alpha1.EnforcementMode{"Warn", "Audit"}}},
-		ValidatingDispatch: exampleDispatch(true),
-		ServedAPIs:         []schema.GroupVersion{{Group: "policy", Version: "v1beta1"}},
-	}
+	c := &Configuration{File: "/etc/kubernetes/admission.yaml", PortcullisConfiguration: admission.PortcullisConfiguration{
+		EnforcementModes: []admission.PluginEnforcement{{Name: "SecurityContextDeny", Modes: []admission.EnforcementMode{"Audit", "Warn"}}},
+		WebhookDispatch:  &admission.WebhookDispatch{Validating: exampleDispatch(true)},
+		ServedAPIs:       []string{"policy/v1beta1"},
+	}}
 	got := fmt.Sprint(c.LogValues())
-	for _, want := range []string{"admissionConfigFile /etc/kubernetes/admission.yaml", "mutatingWebhookDispatch upstream's", "validatingWebhookDispatch Portcullis's: circuitBreaker{failureThreshold: ", "earlyExit", "enforcementModes [SecurityContextDeny=Warn+Audit]", "servedAPIs [policy/v1beta1]"} {
+	for _, want := range []string{"admissionConfigFile /etc/kubernetes/admission.yaml", "mutatingWebhookDispatch upstream's", "validatingWebhookDispatch Portcullis's: circuitBreaker{failureThreshold: ", "earlyExit", "enforcementModes [SecurityContextDeny=Audit+Warn]", "servedAPIs [policy/v1beta1]"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s\nlacks %q", got, want)
 		}
 	}
 	// The trace says how it sees each webhook plugin; it never changes which dispatch runs.
-	c.TraceAudit = true
+	c.AdmissionTrace = &admission.AdmissionTrace{Audit: true}
 	got = fmt.Sprint(c.LogValues())
 	for _, want := range []string{"mutatingWebhookDispatch upstream's", `admissionTrace onRequest=false audit=true mutatingWebhooks="the plugin as one step" validatingWebhooks="each webhook"`} {
 		if !strings.Contains(got, want) {

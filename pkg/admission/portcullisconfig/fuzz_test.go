@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/admission"
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
@@ -17,7 +19,6 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 )
 
@@ -76,22 +77,32 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		for _, gv := range c.ServedAPIs {
-			if !slices.Contains(ServableAPIs(), gv) {
-				t.Fatalf("served API %v is not ours", gv)
+		for _, name := range c.ServedAPIs {
+			gv, err := schema.ParseGroupVersion(name)
+			if err != nil || !slices.Contains([]schema.GroupVersion{{Group: "policy", Version: "v1beta1"}, {Group: "admissionregistration.k8s.io", Version: "v1alpha1"}}, gv) {
+				t.Fatalf("served API %q is not ours", name)
 			}
 		}
-		for _, d := range []bool{false, true} {
-			if dispatch := c.Dispatch(d); dispatch != nil {
-				if b := dispatch.Breaker; b != nil && (b.FailureThreshold < 1 || b.InitialBackoff <= 0 || b.MaxBackoff < b.InitialBackoff) {
-					t.Fatalf("breaker settings out of range: %+v", b)
-				}
-				if b := dispatch.Budget; b != nil && b.DeadlineMargin <= 0 {
-					t.Fatalf("budget settings out of range: %+v", b)
-				}
-				if dispatch.EarlyExit && !d {
-					t.Fatal("the mutating plugin was given an early exit")
-				}
+		// The documented ranges (the API types' comments), restated rather than taken from
+		// the validation under test.
+		for _, validating := range []bool{false, true} {
+			dispatch := c.Dispatch(validating)
+			if dispatch == nil {
+				continue
+			}
+			if b := dispatch.CircuitBreaker; b != nil && (b.FailureThreshold == nil || *b.FailureThreshold < 1 || *b.FailureThreshold > 1000 ||
+				b.InitialBackoff == nil || b.InitialBackoff.Duration < 100*time.Millisecond || b.InitialBackoff.Duration > 10*time.Minute ||
+				b.MaxBackoff == nil || b.MaxBackoff.Duration < b.InitialBackoff.Duration || b.MaxBackoff.Duration > time.Hour) {
+				t.Fatalf("breaker settings out of range: %+v", b)
+			}
+			if b := dispatch.TimeBudget; b != nil && (b.DeadlineMargin == nil || b.DeadlineMargin.Duration < 100*time.Millisecond || b.DeadlineMargin.Duration > 30*time.Second) {
+				t.Fatalf("budget settings out of range: %+v", b)
+			}
+			if p := dispatch.IdempotencyProbe; p != nil && (validating || p.OneIn < 1 || p.MaxInFlight == nil || *p.MaxInFlight < 1 || *p.MaxInFlight > 64) {
+				t.Fatalf("probe settings out of range, or on the validating plugin: %+v", p)
+			}
+			if dispatch.EarlyExit && !validating {
+				t.Fatal("the mutating plugin was given an early exit")
 			}
 		}
 		d := enforcement.New(c.EnforcementSource, c.EnforcementModes)
@@ -108,7 +119,7 @@ func FuzzLoad(f *testing.F) {
 			var got recorder
 			a := attributes()
 			err := handler.(admission.ValidationInterface).Validate(warning.WithWarningRecorder(context.Background(), &got), a, nil)
-			warn, audit := slices.Contains(p.Modes, admissionv1alpha1.EnforcementModeWarn), slices.Contains(p.Modes, admissionv1alpha1.EnforcementModeAudit)
+			warn, audit := slices.Contains(p.Modes, "Warn"), slices.Contains(p.Modes, "Audit")
 			switch {
 			case !warn && !audit:
 				if err == nil {

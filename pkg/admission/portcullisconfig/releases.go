@@ -1,7 +1,7 @@
 package portcullisconfig
 
 import (
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 
 	"github.com/portcullis-k8s/portcullis/pkg/releases"
 )
@@ -15,44 +15,37 @@ type NewerField struct {
 	// Since is the release that added it.
 	Since string
 	// set says whether a configuration sets the field.
-	set func(*admissionv1alpha1.PortcullisConfiguration) bool
+	set func(*admission.PortcullisConfiguration) bool
 }
 
 // newerFields are the Portcullis entry's fields added after the first release. A test holds
 // it to the API types (every field is the first release's or listed here) and CHANGELOG.md
 // to name each in its release's section.
 var newerFields = []NewerField{
-	{Path: "admissionTrace", Since: releases.V1372Portcullis1, set: func(c *admissionv1alpha1.PortcullisConfiguration) bool {
+	{Path: "admissionTrace", Since: releases.V1372Portcullis1, set: func(c *admission.PortcullisConfiguration) bool {
 		return c.AdmissionTrace != nil
 	}},
-	{Path: "webhookDispatch.mutating.enforcementModes", Since: releases.V1372Portcullis1, set: func(c *admissionv1alpha1.PortcullisConfiguration) bool {
+	{Path: "webhookDispatch.mutating.enforcementModes", Since: releases.V1372Portcullis1, set: func(c *admission.PortcullisConfiguration) bool {
 		return dispatchSettings(c, false) != nil && len(dispatchSettings(c, false).EnforcementModes) > 0
 	}},
-	{Path: "webhookDispatch.validating.enforcementModes", Since: releases.V1372Portcullis1, set: func(c *admissionv1alpha1.PortcullisConfiguration) bool {
+	{Path: "webhookDispatch.validating.enforcementModes", Since: releases.V1372Portcullis1, set: func(c *admission.PortcullisConfiguration) bool {
 		return dispatchSettings(c, true) != nil && len(dispatchSettings(c, true).EnforcementModes) > 0
 	}},
-	{Path: "webhookDispatch.mutating.idempotencyProbe", Since: releases.V1372Portcullis1, set: func(c *admissionv1alpha1.PortcullisConfiguration) bool {
+	{Path: "webhookDispatch.mutating.idempotencyProbe", Since: releases.V1372Portcullis1, set: func(c *admission.PortcullisConfiguration) bool {
 		return dispatchSettings(c, false) != nil && dispatchSettings(c, false).IdempotencyProbe != nil
 	}},
 	// Refused by validation (the probe is mutating only), but a field of the type.
-	{Path: "webhookDispatch.validating.idempotencyProbe", Since: releases.V1372Portcullis1, set: func(c *admissionv1alpha1.PortcullisConfiguration) bool {
+	{Path: "webhookDispatch.validating.idempotencyProbe", Since: releases.V1372Portcullis1, set: func(c *admission.PortcullisConfiguration) bool {
 		return dispatchSettings(c, true) != nil && dispatchSettings(c, true).IdempotencyProbe != nil
 	}},
 }
 
-func dispatchSettings(c *admissionv1alpha1.PortcullisConfiguration, validating bool) *admissionv1alpha1.WebhookDispatchSettings {
-	switch {
-	case c.WebhookDispatch == nil:
-		return nil
-	case validating:
-		return c.WebhookDispatch.Validating
-	default:
-		return c.WebhookDispatch.Mutating
-	}
+func dispatchSettings(c *admission.PortcullisConfiguration, validating bool) *admission.WebhookDispatchSettings {
+	return c.WebhookDispatch.Of(validating)
 }
 
 // NewerFieldsSet returns the fields added after the first release that config sets.
-func NewerFieldsSet(config *admissionv1alpha1.PortcullisConfiguration) []NewerField {
+func NewerFieldsSet(config *admission.PortcullisConfiguration) []NewerField {
 	var out []NewerField
 	for _, f := range newerFields {
 		if f.set(config) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
-
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/releases"
 )
 
@@ -94,12 +94,12 @@ func TestChangelogNamesNewerFields(t *testing.T) {
 
 func TestNewerFieldsSet(t *testing.T) {
 	one := int32(1)
-	config := &admissionv1alpha1.PortcullisConfiguration{
+	config := &admission.PortcullisConfiguration{
 		ServedAPIs:     []string{"policy/v1beta1"},
-		AdmissionTrace: &admissionv1alpha1.AdmissionTrace{OnRequest: true},
-		WebhookDispatch: &admissionv1alpha1.WebhookDispatch{
-			Mutating:   &admissionv1alpha1.WebhookDispatchSettings{IdempotencyProbe: &admissionv1alpha1.WebhookIdempotencyProbe{OneIn: one}},
-			Validating: &admissionv1alpha1.WebhookDispatchSettings{EarlyExit: true},
+		AdmissionTrace: &admission.AdmissionTrace{OnRequest: true},
+		WebhookDispatch: &admission.WebhookDispatch{
+			Mutating:   &admission.WebhookDispatchSettings{IdempotencyProbe: &admission.WebhookIdempotencyProbe{OneIn: one}},
+			Validating: &admission.WebhookDispatchSettings{EarlyExit: true},
 		},
 	}
 	var got []string
@@ -109,7 +109,7 @@ func TestNewerFieldsSet(t *testing.T) {
 	if want := []string{"admissionTrace", "webhookDispatch.mutating.idempotencyProbe"}; !slices.Equal(got, want) {
 		t.Errorf("NewerFieldsSet = %q, want %q", got, want)
 	}
-	if got := NewerFieldsSet(&admissionv1alpha1.PortcullisConfiguration{ServedAPIs: []string{"policy/v1beta1"}}); len(got) != 0 {
+	if got := NewerFieldsSet(&admission.PortcullisConfiguration{ServedAPIs: []string{"policy/v1beta1"}}); len(got) != 0 {
 		t.Errorf("a first-release configuration: NewerFieldsSet = %v", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // APIServiceResource is the aggregator's APIService resource.
@@ -26,7 +26,7 @@ var APIServiceResource = schema.GroupVersionResource{Group: "apiregistration.k8s
 // resource of ours it serves.
 func OursAPIServices() map[string]schema.GroupVersionResource {
 	out := map[string]schema.GroupVersionResource{}
-	for _, r := range portcullisconfig.ServableResources() {
+	for _, r := range portcullisapi.ServableResources() {
 		out[r.Version+"."+r.Group] = r
 	}
 	return out

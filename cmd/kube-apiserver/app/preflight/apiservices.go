@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 var apiServicesResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -42,7 +42,7 @@ func apiServiceStates(ctx context.Context, kubeconfig string) ([]apiServiceState
 		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
 	var states []apiServiceState
-	for _, resource := range portcullisconfig.ServableResources() {
+	for _, resource := range portcullisapi.ServableResources() {
 		gv := resource.GroupVersion()
 		s := apiServiceState{name: gv.Version + "." + gv.Group}
 		switch _, err := dyn.Resource(apiServicesResource).Get(ctx, s.name, metav1.GetOptions{}); {

@@ -46,13 +46,12 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/cmd/kube-apiserver/app/nodeconfig"
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/initialresources"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	webhookmutating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/mutating"
 	webhookvalidating "github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook/validating"
 )
@@ -418,11 +417,11 @@ func admissionConfigFiles(file string, enabled []string) []admissionNamedFile {
 // a webhook (its clusters are not read: a webhook's CA bundle is its configuration's).
 // Relative paths in the kubeconfig are relative to its directory, as client-go resolves them.
 func webhookKubeconfigFiles(at, plugin string, config []byte) []admissionNamedFile {
-	cfg, err := webhook.LoadConfiguration(plugin, plugin == webhookvalidating.PluginName, bytes.NewReader(config))
+	upstream, _, err := portcullisconfig.WebhookEntry(bytes.NewReader(config), plugin == webhookvalidating.PluginName)
 	if err != nil {
 		return nil
 	}
-	kubeconfig, err := upstreamWebhookKubeConfigFile(cfg.Upstream)
+	kubeconfig, err := upstreamWebhookKubeConfigFile(upstream)
 	if err != nil || kubeconfig == "" {
 		return nil
 	}
@@ -485,7 +484,7 @@ func imagePolicyFiles(at string, config []byte) []admissionNamedFile {
 // the chain's load reports either missing.
 func initialResourcesFiles(at string, config []byte) []admissionNamedFile {
 	cfg, err := initialresources.LoadConfiguration(bytes.NewReader(config))
-	if err != nil || cfg.Prometheus == nil || !slices.Contains(cfg.Sources, admissionv1alpha1.InitialResourcesSourcePrometheus) {
+	if err != nil || cfg.Prometheus == nil || !slices.Contains(cfg.Sources, portcullisapi.InitialResourcesSourcePrometheus) {
 		return nil
 	}
 	var files []admissionNamedFile
@@ -757,12 +756,9 @@ func checkAuditModeHasAuditLog(r *PreflightReport, s *options.ServerRunOptions, 
 		if dispatch == nil || !slices.Contains(enabled, plugin.name) {
 			continue
 		}
-		keys := slices.SortedFunc(maps.Keys(dispatch.Modes), func(a, b webhook.HookKey) int {
-			return strings.Compare(a.Configuration+"/"+a.Webhook, b.Configuration+"/"+b.Webhook)
-		})
-		for _, key := range keys {
-			if soften := dispatch.Modes[key]; soften.Audit {
-				warn(fmt.Sprintf("%s's webhook %s/%s (webhookDispatch.%s.enforcementModes)", plugin.name, key.Configuration, key.Webhook, plugin.field), soften.Label)
+		for _, m := range sortedWebhookModes(dispatch) {
+			if soften := enforcement.SoftenFor(m.Modes); soften.Audit {
+				warn(fmt.Sprintf("%s's webhook %s/%s (webhookDispatch.%s.enforcementModes)", plugin.name, m.Configuration, m.Webhook, plugin.field), soften.Label)
 			}
 		}
 	}

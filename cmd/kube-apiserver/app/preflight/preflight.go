@@ -51,6 +51,7 @@ import (
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhookconfigurationguard"
 )
 
@@ -525,7 +526,7 @@ func Preflight(ctx context.Context, args []string) *PreflightReport {
 		r.problem("--runtime-config: %v", err)
 	} else {
 		// What the server warns of at start-up, from the same merged configuration.
-		for _, gv := range portcullisconfig.ServableAPIs() {
+		for _, gv := range portcullisapi.ServableAPIs() {
 			if portcullisconfig.RuntimeConfigServes(resources, gv) {
 				r.Warnings = append(r.Warnings, portcullisconfig.RuntimeConfigDeprecation(gv))
 			}

@@ -3,18 +3,16 @@ package preflight
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 
 	portcullisadmission "github.com/portcullis-k8s/portcullis/pkg/admission"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
 	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 	"github.com/portcullis-k8s/portcullis/pkg/releases"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/podsecuritypolicy"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
 // Preflight's verdict is split in two: whether the server starts (Problems: flags, files,
@@ -31,7 +29,7 @@ func (r *PreflightReport) judge() {
 	enabled := func(name string) bool {
 		return slices.Contains(r.Mutating, name) || slices.Contains(r.Validating, name)
 	}
-	var modes []admissionv1alpha1.PluginEnforcement
+	var modes []portcullisapi.PluginEnforcement
 	if r.portcullis != nil {
 		modes = r.portcullis.EnforcementModes
 	}
@@ -93,11 +91,8 @@ func (r *PreflightReport) judge() {
 		if d == nil {
 			continue
 		}
-		keys := slices.SortedFunc(maps.Keys(d.Modes), func(a, b webhook.HookKey) int {
-			return cmp.Or(strings.Compare(a.Configuration, b.Configuration), strings.Compare(a.Webhook, b.Webhook))
-		})
-		for _, key := range keys {
-			s := d.Modes[key]
+		for _, m := range sortedWebhookModes(d) {
+			s := enforcement.SoftenFor(m.Modes)
 			if !s.Softens() {
 				continue
 			}
@@ -105,13 +100,13 @@ func (r *PreflightReport) judge() {
 			if !phase.validating {
 				what = "its patches are applied, its denials refuse requests and its failures follow its failurePolicy"
 			}
-			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s webhook %s of %s runs in mode %s here (a shadow); stock enforces it: %s", phase.name, key.Webhook, key.Configuration, s.Label, what))
+			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("%s webhook %s of %s runs in mode %s here (a shadow); stock enforces it: %s", phase.name, m.Webhook, m.Configuration, s.Label, what))
 		}
-		if d.Breaker != nil {
+		if d.CircuitBreaker != nil {
 			r.Refusals = append(r.Refusals, fmt.Sprintf("the %s webhooks' circuit breakers: a request to a failurePolicy Fail webhook whose breaker is open is refused without calling it, where stock calls the webhook and admits the request if it answers", phase.name))
 			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("the %s webhooks' circuit breakers stop: a failing webhook is called on every request, and its failurePolicy decides", phase.name))
 		}
-		if d.Budget != nil {
+		if d.TimeBudget != nil {
 			r.Refusals = append(r.Refusals, fmt.Sprintf("the %s webhooks' time budget: a request whose budget leaves a failurePolicy Fail webhook no time, or too little for its answer, is refused, where stock calls the webhook with its whole timeout", phase.name))
 			r.RollbackChanges = append(r.RollbackChanges, fmt.Sprintf("the %s webhooks' time budget stops: each webhook is called with its whole timeout", phase.name))
 		}
@@ -119,7 +114,7 @@ func (r *PreflightReport) judge() {
 }
 
 // modeOf returns a plugin's enforcement mode (the zero Soften: Deny).
-func modeOf(modes []admissionv1alpha1.PluginEnforcement, name string) enforcement.Soften {
+func modeOf(modes []portcullisapi.PluginEnforcement, name string) enforcement.Soften {
 	for _, m := range modes {
 		if m.Name == name {
 			return enforcement.SoftenFor(m.Modes)
@@ -139,9 +134,17 @@ func (r *PreflightReport) podSecurityPolicyEnforces() bool {
 }
 
 // enforcementModes are the Portcullis entry's plugin modes, none when it was not read.
-func (r *PreflightReport) enforcementModes() []admissionv1alpha1.PluginEnforcement {
+func (r *PreflightReport) enforcementModes() []portcullisapi.PluginEnforcement {
 	if r.portcullis == nil {
 		return nil
 	}
 	return r.portcullis.EnforcementModes
+}
+
+// sortedWebhookModes are the webhooks' enforcement modes of one plugin's dispatch settings,
+// by configuration and then webhook (validation keeps each pair once).
+func sortedWebhookModes(d *portcullisapi.WebhookDispatchSettings) []portcullisapi.WebhookEnforcement {
+	return slices.SortedFunc(slices.Values(d.EnforcementModes), func(a, b portcullisapi.WebhookEnforcement) int {
+		return cmp.Or(strings.Compare(a.Configuration, b.Configuration), strings.Compare(a.Webhook, b.Webhook))
+	})
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	guardv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhookconfigurationguard"
 )
@@ -123,7 +123,7 @@ func idempotencyFindings(metrics []byte, mutating []admissionregistrationv1.Muta
 
 // guardConfiguration returns the guard's configuration from the admission config file, as
 // the server reads it (defaults when the file or the entry is absent).
-func guardConfiguration(admissionConfigFile string) (*guardv1alpha1.WebhookConfigurationGuardConfiguration, error) {
+func guardConfiguration(admissionConfigFile string) (*portcullisapi.WebhookConfigurationGuardConfiguration, error) {
 	entry, err := pluginEntry(admissionConfigFile, webhookconfigurationguard.PluginName)
 	if err != nil {
 		return nil, err

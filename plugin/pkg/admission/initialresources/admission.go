@@ -31,7 +31,7 @@ import (
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 const (
@@ -108,7 +108,7 @@ func gaugesOf(name string) *cacheGauges {
 // Plugin is the InitialResources admission plugin.
 type Plugin struct {
 	*admission.Handler
-	sources  []admissionv1alpha1.InitialResourcesSourceName
+	sources  []portcullisapi.InitialResourcesSourceName
 	missWait time.Duration
 	fit      bool
 
@@ -120,7 +120,7 @@ type Plugin struct {
 	// once for every namespace that needs them (nil with namespaceOnly).
 	cluster *cache[string, historyEstimate]
 	vpa     *vpaSource // nil without the VerticalPodAutoscaler source
-	cfg     *admissionv1alpha1.InitialResourcesConfiguration
+	cfg     *portcullisapi.InitialResourcesConfiguration
 
 	limitRanges corev1listers.LimitRangeLister // with fitLimitRanges
 	// limitRangesSynced reports the LimitRanges listed. Until then no estimate is set: it
@@ -176,7 +176,7 @@ func imageKeySize(k string, _ historyEstimate) int       { return len(k) }
 
 // New returns the plugin for a defaulted, validated configuration. The Prometheus source's
 // files (CA, token) are checked here, so a bad one stops the start.
-func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) {
+func New(cfg *portcullisapi.InitialResourcesConfiguration) (*Plugin, error) {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(estimatesSet, sourceErrors, missesAdmitted, lookupsShed, cacheEntries, cacheBytes, cacheLargestShare)
 	})
@@ -198,7 +198,7 @@ func New(cfg *admissionv1alpha1.InitialResourcesConfiguration) (*Plugin, error) 
 			p.requestsSet[string(source)][res] = estimatesSet.WithLabelValues(string(source), string(res))
 		}
 	}
-	if slices.Contains(cfg.Sources, admissionv1alpha1.InitialResourcesSourcePrometheus) {
+	if slices.Contains(cfg.Sources, portcullisapi.InitialResourcesSourcePrometheus) {
 		prom, err := newPrometheus(cfg.Prometheus)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", PluginName, err)
@@ -226,7 +226,7 @@ func (p *Plugin) setHistory(h usageHistory, queryTimeout func(time.Duration) tim
 		}
 		return time.Duration(len(estimatedResources)) * d
 	}
-	source := string(admissionv1alpha1.InitialResourcesSourcePrometheus)
+	source := string(portcullisapi.InitialResourcesSourcePrometheus)
 	report := func(image, namespace string, err error) {
 		if errors.Is(err, errCounted) || errors.Is(err, errShed) {
 			return // the cluster's computation failed and said so, or was shed and counted
@@ -319,11 +319,11 @@ func CheckConfiguration(r io.Reader) error {
 
 // SetDynamicClient receives the client the VerticalPodAutoscaler source reads with.
 func (p *Plugin) SetDynamicClient(client dynamic.Interface) {
-	if !slices.Contains(p.sources, admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler) {
+	if !slices.Contains(p.sources, portcullisapi.InitialResourcesSourceVerticalPodAutoscaler) {
 		return
 	}
 	report := func(err error, keysAndValues ...any) {
-		sourceErrors.WithLabelValues(string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler)).Inc()
+		sourceErrors.WithLabelValues(string(portcullisapi.InitialResourcesSourceVerticalPodAutoscaler)).Inc()
 		klog.ErrorS(err, "InitialResources: the VerticalPodAutoscaler source failed; pods are admitted without its estimate", keysAndValues...)
 	}
 	v := &vpaSource{client: client, recommendation: p.cfg.VerticalPodAutoscaler.Recommendation}
@@ -346,7 +346,7 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 
 // ValidateInitialization checks the plugin got what its sources need.
 func (p *Plugin) ValidateInitialization() error {
-	if slices.Contains(p.sources, admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler) && p.vpa == nil {
+	if slices.Contains(p.sources, portcullisapi.InitialResourcesSourceVerticalPodAutoscaler) && p.vpa == nil {
 		return fmt.Errorf("%s: missing dynamic client", PluginName)
 	}
 	if p.fit && p.limitRanges == nil {
@@ -399,9 +399,9 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	var sets []set
 	for _, source := range p.sources {
 		switch source {
-		case admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler:
+		case portcullisapi.InitialResourcesSourceVerticalPodAutoscaler:
 			sets = append(sets, p.fromAutoscaler(ctx, deadline, pod, needs, fit)...)
-		case admissionv1alpha1.InitialResourcesSourcePrometheus:
+		case portcullisapi.InitialResourcesSourcePrometheus:
 			sets = append(sets, p.fromHistory(ctx, deadline, pod, needs, fit)...)
 		}
 	}
@@ -479,7 +479,7 @@ func needsOf(pod *api.Pod) []*need {
 var estimatedResources = []api.ResourceName{api.ResourceCPU, api.ResourceMemory}
 
 // count records how a source's lookup ended for a pod admitted before it finished.
-func count(source admissionv1alpha1.InitialResourcesSourceName, state lookup) {
+func count(source portcullisapi.InitialResourcesSourceName, state lookup) {
 	switch state {
 	case pending:
 		missesAdmitted.WithLabelValues(string(source)).Inc()
@@ -494,7 +494,7 @@ func (p *Plugin) fromAutoscaler(ctx context.Context, deadline time.Time, pod *ap
 		return nil
 	}
 	vpa, state := p.vpa.lookup(ctx, deadline, pod)
-	count(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler, state)
+	count(portcullisapi.InitialResourcesSourceVerticalPodAutoscaler, state)
 	if vpa == nil {
 		return nil
 	}
@@ -504,7 +504,7 @@ func (p *Plugin) fromAutoscaler(ctx context.Context, deadline time.Time, pod *ap
 			continue
 		}
 		rec := vpa.requests[n.container.Name]
-		s := apply(n, string(admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler), fit, func(res api.ResourceName) (resource.Quantity, bool) {
+		s := apply(n, string(portcullisapi.InitialResourcesSourceVerticalPodAutoscaler), fit, func(res api.ResourceName) (resource.Quantity, bool) {
 			q, ok := rec[res]
 			return q, ok
 		})
@@ -535,7 +535,7 @@ func (p *Plugin) fromHistory(ctx context.Context, deadline time.Time, pod *api.P
 		if state == shed || (state == pending && worst != shed) {
 			worst = state
 		}
-		s := apply(n, string(admissionv1alpha1.InitialResourcesSourcePrometheus), fit, func(res api.ResourceName) (resource.Quantity, bool) {
+		s := apply(n, string(portcullisapi.InitialResourcesSourcePrometheus), fit, func(res api.ResourceName) (resource.Quantity, bool) {
 			v, ok := est.get(res)
 			if !ok {
 				return resource.Quantity{}, false
@@ -549,7 +549,7 @@ func (p *Plugin) fromHistory(ctx context.Context, deadline time.Time, pod *api.P
 			sets = append(sets, s)
 		}
 	}
-	count(admissionv1alpha1.InitialResourcesSourcePrometheus, worst)
+	count(portcullisapi.InitialResourcesSourcePrometheus, worst)
 	return sets
 }
 

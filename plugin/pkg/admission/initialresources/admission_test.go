@@ -31,16 +31,17 @@ import (
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/utils/ptr"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission/validation"
 )
 
 // newTestPlugin is the plugin with cfg's settings (Prometheus the only source unless
 // mutate says otherwise) over history in place of a Prometheus server.
-func newTestPlugin(t testing.TB, history usageHistory, mutate func(*admissionv1alpha1.InitialResourcesConfiguration)) *Plugin {
+func newTestPlugin(t testing.TB, history usageHistory, mutate func(*portcullisapi.InitialResourcesConfiguration)) *Plugin {
 	t.Helper()
-	cfg := &admissionv1alpha1.InitialResourcesConfiguration{
-		Sources:    []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourcePrometheus},
-		Prometheus: &admissionv1alpha1.InitialResourcesPrometheus{URL: "http://prometheus.invalid"},
+	cfg := &portcullisapi.InitialResourcesConfiguration{
+		Sources:    []portcullisapi.InitialResourcesSourceName{portcullisapi.InitialResourcesSourcePrometheus},
+		Prometheus: &portcullisapi.InitialResourcesPrometheus{URL: "http://prometheus.invalid"},
 		MissWait:   &metav1.Duration{Duration: 5 * time.Second}, // the most allowed: the fake answers at once
 		// The estimates alone; the tests of fitting set it (it defaults to true).
 		FitLimitRanges: ptr.To(false),
@@ -48,8 +49,8 @@ func newTestPlugin(t testing.TB, history usageHistory, mutate func(*admissionv1a
 	if mutate != nil {
 		mutate(cfg)
 	}
-	SetDefaults(cfg)
-	if errs := Validate(cfg); len(errs) > 0 {
+	setDefaults(t, cfg)
+	if errs := validation.ValidateInitialResourcesConfiguration(cfg, nil); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
 	p, err := New(cfg)
@@ -248,7 +249,7 @@ func TestHandles(t *testing.T) {
 func TestAdmitNeverWaitsLongerThanTheMissWait(t *testing.T) {
 	h := historyOf(map[string][2]int{"nginx": {100, 100}})
 	h.release = make(chan struct{})
-	p := newTestPlugin(t, h, func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+	p := newTestPlugin(t, h, func(c *portcullisapi.InitialResourcesConfiguration) {
 		c.MissWait = &metav1.Duration{Duration: 10 * time.Millisecond}
 	})
 	unfinished := missesAdmitted.WithLabelValues("Prometheus")
@@ -354,13 +355,13 @@ func dynamicClient(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 }
 
 func TestAdmitFromVerticalPodAutoscaler(t *testing.T) {
-	vpaFirst := func(c *admissionv1alpha1.InitialResourcesConfiguration) {
-		c.Sources = []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler, admissionv1alpha1.InitialResourcesSourcePrometheus}
+	vpaFirst := func(c *portcullisapi.InitialResourcesConfiguration) {
+		c.Sources = []portcullisapi.InitialResourcesSourceName{portcullisapi.InitialResourcesSourceVerticalPodAutoscaler, portcullisapi.InitialResourcesSourcePrometheus}
 	}
 	tests := []struct {
 		name           string
 		objects        []runtime.Object
-		mutate         func(*admissionv1alpha1.InitialResourcesConfiguration)
+		mutate         func(*portcullisapi.InitialResourcesConfiguration)
 		podOwner       [3]string // apiVersion, kind, name
 		containers     []api.Container
 		want           []api.ResourceList
@@ -378,9 +379,9 @@ func TestAdmitFromVerticalPodAutoscaler(t *testing.T) {
 		{
 			name:    "uncappedTarget when configured",
 			objects: []runtime.Object{autoscalerFor("StatefulSet", "web")},
-			mutate: func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+			mutate: func(c *portcullisapi.InitialResourcesConfiguration) {
 				vpaFirst(c)
-				c.VerticalPodAutoscaler = &admissionv1alpha1.InitialResourcesVerticalPodAutoscaler{Recommendation: admissionv1alpha1.InitialResourcesRecommendationUncappedTarget}
+				c.VerticalPodAutoscaler = &portcullisapi.InitialResourcesVerticalPodAutoscaler{Recommendation: portcullisapi.InitialResourcesRecommendationUncappedTarget}
 			},
 			podOwner:       [3]string{"apps/v1", "StatefulSet", "web"},
 			containers:     []api.Container{container("web", "nginx:1.25", nil, nil)},
@@ -400,7 +401,7 @@ func TestAdmitFromVerticalPodAutoscaler(t *testing.T) {
 		{
 			name:    "the history first when listed first",
 			objects: []runtime.Object{autoscalerFor("StatefulSet", "web")},
-			mutate: func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+			mutate: func(c *portcullisapi.InitialResourcesConfiguration) {
 				vpaFirst(c)
 				c.Sources[0], c.Sources[1] = c.Sources[1], c.Sources[0]
 			},
@@ -474,7 +475,7 @@ func TestAdmitFromVerticalPodAutoscaler(t *testing.T) {
 
 // TestAdmitWithoutTheVPACRD: no VerticalPodAutoscaler resource is not an error.
 func TestAdmitWithoutTheVPACRD(t *testing.T) {
-	p := newTestPlugin(t, nil, func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+	p := newTestPlugin(t, nil, func(c *portcullisapi.InitialResourcesConfiguration) {
 		c.Sources, c.Prometheus = nil, nil
 	})
 	client := dynamicClient()
@@ -636,7 +637,7 @@ func TestFitLimitRanges(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newTestPlugin(t, historyOf(history), func(c *admissionv1alpha1.InitialResourcesConfiguration) { c.FitLimitRanges = ptr.To(true) })
+			p := newTestPlugin(t, historyOf(history), func(c *portcullisapi.InitialResourcesConfiguration) { c.FitLimitRanges = ptr.To(true) })
 			objects := make([]runtime.Object, len(tc.ranges))
 			for i, lr := range tc.ranges {
 				objects[i] = lr
@@ -680,7 +681,7 @@ func TestFitLimitRanges(t *testing.T) {
 // TestFitLimitRangesBeforeTheyAreListed: until the LimitRanges are listed, no estimate is set
 // (it could not be kept within them), and the pod is not held waiting.
 func TestFitLimitRangesBeforeTheyAreListed(t *testing.T) {
-	p := newTestPlugin(t, historyOf(map[string][2]int{"nginx": {50, 512 << 20}}), func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+	p := newTestPlugin(t, historyOf(map[string][2]int{"nginx": {50, 512 << 20}}), func(c *portcullisapi.InitialResourcesConfiguration) {
 		c.FitLimitRanges = ptr.To(true)
 	})
 	p.SetExternalKubeInformerFactory(informers.NewSharedInformerFactory(fake.NewClientset(), 0)) // never started
@@ -766,12 +767,12 @@ func TestComputationTimeoutCountsChunks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := &admissionv1alpha1.InitialResourcesConfiguration{
-				Sources:       []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourcePrometheus},
-				Prometheus:    &admissionv1alpha1.InitialResourcesPrometheus{URL: "http://prometheus.invalid", Step: &metav1.Duration{Duration: tc.step}},
+			cfg := &portcullisapi.InitialResourcesConfiguration{
+				Sources:       []portcullisapi.InitialResourcesSourceName{portcullisapi.InitialResourcesSourcePrometheus},
+				Prometheus:    &portcullisapi.InitialResourcesPrometheus{URL: "http://prometheus.invalid", Step: &metav1.Duration{Duration: tc.step}},
 				NamespaceOnly: tc.namespaceOnly,
 			}
-			SetDefaults(cfg)
+			setDefaults(t, cfg)
 			p, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -813,7 +814,7 @@ func TestAdmitFloodOfImages(t *testing.T) {
 			if tc.stuck {
 				h.release = make(chan struct{})
 			}
-			p := newTestPlugin(t, h, func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+			p := newTestPlugin(t, h, func(c *portcullisapi.InitialResourcesConfiguration) {
 				c.MissWait = &metav1.Duration{Duration: 0}
 			})
 			shedCounter := lookupsShed.WithLabelValues("Prometheus")

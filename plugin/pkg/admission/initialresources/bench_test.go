@@ -9,7 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // BenchmarkAdmit measures a pod create: ignored (every container sets its requests), checked
@@ -65,7 +65,7 @@ func BenchmarkAdmit(b *testing.B) {
 		stuck := historyOf(nil)
 		stuck.release = make(chan struct{})
 		defer close(stuck.release)
-		p := newTestPlugin(b, stuck, func(c *admissionv1alpha1.InitialResourcesConfiguration) {
+		p := newTestPlugin(b, stuck, func(c *portcullisapi.InitialResourcesConfiguration) {
 			c.MissWait = &metav1.Duration{Duration: time.Millisecond}
 		})
 		template := typical()

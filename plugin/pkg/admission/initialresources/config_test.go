@@ -10,11 +10,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission/v1alpha1"
 )
+
+// setDefaults defaults cfg as the loader does: through its versioned form, whose defaults
+// they are.
+func setDefaults(t testing.TB, cfg *portcullisapi.InitialResourcesConfiguration) {
+	t.Helper()
+	var external admissionv1alpha1.InitialResourcesConfiguration
+	if err := v1alpha1.Convert_admission_InitialResourcesConfiguration_To_v1alpha1_InitialResourcesConfiguration(cfg, &external, nil); err != nil {
+		t.Fatal(err)
+	}
+	v1alpha1.SetObjectDefaults_InitialResourcesConfiguration(&external)
+	if err := v1alpha1.Convert_v1alpha1_InitialResourcesConfiguration_To_admission_InitialResourcesConfiguration(&external, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func TestLoadConfigurationDefaults(t *testing.T) {
 	for _, in := range []string{"", "apiVersion: admission.portcullis.io/v1alpha1\nkind: InitialResourcesConfiguration\n"} {
-		var cfg *admissionv1alpha1.InitialResourcesConfiguration
+		var cfg *portcullisapi.InitialResourcesConfiguration
 		var err error
 		if in == "" {
 			cfg, err = LoadConfiguration(nil)
@@ -24,8 +40,8 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &admissionv1alpha1.InitialResourcesConfiguration{
-			Sources:          []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler},
+		want := &portcullisapi.InitialResourcesConfiguration{
+			Sources:          []portcullisapi.InitialResourcesSourceName{portcullisapi.InitialResourcesSourceVerticalPodAutoscaler},
 			Percentile:       ptrTo[int32](90),
 			SamplesThreshold: ptrTo[int32](30),
 			ShortWindow:      &metav1.Duration{Duration: 7 * 24 * time.Hour},
@@ -36,7 +52,7 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 			MissWait:         &metav1.Duration{Duration: 100 * time.Millisecond},
 			// An estimate never gets a pod refused (1.10: false).
 			FitLimitRanges:        ptrTo(true),
-			VerticalPodAutoscaler: &admissionv1alpha1.InitialResourcesVerticalPodAutoscaler{Recommendation: admissionv1alpha1.InitialResourcesRecommendationTarget},
+			VerticalPodAutoscaler: &portcullisapi.InitialResourcesVerticalPodAutoscaler{Recommendation: portcullisapi.InitialResourcesRecommendationTarget},
 		}
 		cfg.TypeMeta = metav1.TypeMeta{}
 		if diff := cmp.Diff(want, cfg); diff != "" {
@@ -73,46 +89,26 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the example with its prometheus entry uncommented: %v", err)
 	}
-	if len(withPrometheus.Sources) != 2 || withPrometheus.Prometheus.CPUMetric != DefaultCPUMetric {
+	if len(withPrometheus.Sources) != 2 || withPrometheus.Prometheus.CPUMetric != "container_cpu_usage_seconds_total" {
 		t.Errorf("the example with its prometheus entry: sources %v, prometheus %+v", withPrometheus.Sources, withPrometheus.Prometheus)
 	}
 }
 
+// TestLoadConfigurationErrors: the loader's errors name the plugin and what went wrong; the
+// rules themselves are pkg/apis/admission/validation's, tested there.
 func TestLoadConfigurationErrors(t *testing.T) {
 	const header = "apiVersion: admission.portcullis.io/v1alpha1\nkind: InitialResourcesConfiguration\n"
-	const prom = "prometheus:\n  url: http://prometheus:9090\n"
 	tests := []struct {
 		name string
 		in   string
 		want string // in the error
 	}{
-		{"a misspelt field", header + "percentil: 90\n", `unknown field "percentil"`},
+		{"a misspelt field", header + "percentil: 90\n", `decoding configuration: strict decoding error: unknown field "percentil"`},
 		{"another kind", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookConfigurationGuardConfiguration\n", "want admission.portcullis.io/v1alpha1, Kind=InitialResourcesConfiguration"},
-		{"no source", header + "sources: []\n", "sources: Required value"},
-		{"an unknown source", header + "sources: [Heapster]\n", `sources[0]: Unsupported value: "Heapster"`},
-		{"a source twice", header + "sources: [VerticalPodAutoscaler, VerticalPodAutoscaler]\n", "sources[1]: Duplicate value"},
-		{"Prometheus without a server", header + "sources: [Prometheus]\n", "prometheus: Required value"},
-		{"percentile 0", header + "percentile: 0\n", "percentile: Invalid value: 0"},
-		{"percentile 101", header + "percentile: 101\n", "percentile: Invalid value: 101"},
-		{"threshold 0", header + "samplesThreshold: 0\n", "samplesThreshold: Invalid value"},
-		{"a long window shorter than the short one", header + "shortWindow: 48h\nlongWindow: 24h\n", "longWindow: Invalid value"},
-		{"a negative window", header + "shortWindow: -1h\n", "shortWindow: Invalid value"},
-		{"a miss wait too long", header + "missWait: 30s\n", "missWait: Invalid value"},
-		{"no cache", header + "cacheTTL: 0s\n", "cacheTTL: Invalid value"},
-		{"too few cache entries", header + "cacheEntries: 15\n", "cacheEntries: Invalid value: 15"},
-		{"too many cache entries", header + "cacheEntries: 1000001\n", "cacheEntries: Invalid value"},
-		{"too small a cache", header + "cacheBytes: 1Ki\n", `cacheBytes: Invalid value: "1Ki"`},
-		{"too large a cache", header + "cacheBytes: 2Gi\n", "cacheBytes: Invalid value"},
-		{"a fraction of a byte", header + "cacheBytes: 100000.5\n", "cacheBytes: Invalid value"},
-		{"no URL", header + "prometheus:\n  timeout: 1s\n", "prometheus.url: Required value"},
-		{"not an http URL", header + "prometheus:\n  url: prometheus:9090\n", "prometheus.url: Invalid value"},
-		{"a relative CA file", header + prom + "  caFile: ca.crt\n", "prometheus.caFile: Invalid value"},
-		{"a relative token file", header + prom + "  bearerTokenFile: token\n", "prometheus.bearerTokenFile: Invalid value"},
-		{"a step longer than the short window", header + prom + "  step: 200h\n", "prometheus.step: Invalid value"},
-		{"more points than Prometheus allows", header + prom + "  maxPointsPerSeries: 11001\n", "prometheus.maxPointsPerSeries: Invalid value"},
-		{"a metric name with a space", header + prom + "  cpuMetric: cpu seconds\n", "prometheus.cpuMetric: Invalid value"},
-		{"a label name with a dash", header + prom + "  imageLabel: image-name\n", "prometheus.imageLabel: Invalid value"},
-		{"an unknown recommendation", header + "verticalPodAutoscaler:\n  recommendation: upperBound\n", `verticalPodAutoscaler.recommendation: Unsupported value: "upperBound"`},
+		{"an unknown source", header + "sources: [Heapster]\n", `invalid configuration: sources[0]: Unsupported value: "Heapster"`},
+		{"Prometheus without a server", header + "sources: [Prometheus]\n", "invalid configuration: prometheus: Required value"},
+		{"a miss wait too long", header + "missWait: 30s\n", "invalid configuration: missWait: Invalid value"},
+		{"not an http URL", header + "prometheus:\n  url: prometheus:9090\n", "invalid configuration: prometheus.url: Invalid value"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,8 +127,11 @@ func TestPrometheusSourceByDefaultWhenConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []admissionv1alpha1.InitialResourcesSourceName{admissionv1alpha1.InitialResourcesSourceVerticalPodAutoscaler, admissionv1alpha1.InitialResourcesSourcePrometheus}
+	want := []portcullisapi.InitialResourcesSourceName{portcullisapi.InitialResourcesSourceVerticalPodAutoscaler, portcullisapi.InitialResourcesSourcePrometheus}
 	if diff := cmp.Diff(want, cfg.Sources); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
+	}
+	if p := cfg.Prometheus; p.Timeout == nil || p.Step == nil || p.MaxPointsPerSeries == nil || p.ImageLabel != "image" {
+		t.Errorf("prometheus not defaulted: %+v", p)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // Seeds are the tests' inputs; crashers Go finds are kept under testdata/fuzz/<target>.
@@ -59,15 +59,16 @@ func FuzzLoadConfiguration(f *testing.F) {
 	})
 }
 
-// loadedConfigurationHolds checks, independently of Validate, what every loaded
-// configuration must be for the plugin to work: every setting present (defaulted), within
-// the ranges the documentation states, and each name Prometheus will be sent one it accepts.
-func loadedConfigurationHolds(cfg *admissionv1alpha1.InitialResourcesConfiguration) error {
+// loadedConfigurationHolds checks, independently of pkg/apis/admission/validation, what
+// every loaded configuration must be for the plugin to work: every setting present
+// (defaulted), within the ranges the documentation states, and each name Prometheus will be
+// sent one it accepts.
+func loadedConfigurationHolds(cfg *portcullisapi.InitialResourcesConfiguration) error {
 	if len(cfg.Sources) == 0 || cfg.Percentile == nil || cfg.SamplesThreshold == nil || cfg.ShortWindow == nil ||
 		cfg.LongWindow == nil || cfg.CacheTTL == nil || cfg.MissWait == nil || cfg.VerticalPodAutoscaler == nil {
 		return fmt.Errorf("a setting is not defaulted: %+v", cfg)
 	}
-	seen := map[admissionv1alpha1.InitialResourcesSourceName]bool{}
+	seen := map[portcullisapi.InitialResourcesSourceName]bool{}
 	for _, s := range cfg.Sources {
 		if seen[s] || (s != "Prometheus" && s != "VerticalPodAutoscaler") || (s == "Prometheus" && cfg.Prometheus == nil) {
 			return fmt.Errorf("sources %v", cfg.Sources)

@@ -20,7 +20,7 @@ import (
 
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // maxResponseBytes bounds what one query may return: a history that large is a
@@ -36,7 +36,7 @@ const maxSamples = 1 << 19
 // prometheus reads cAdvisor's container metrics from a Prometheus server's HTTP API
 // (/api/v1/query_range): the rate of the CPU counter in millicores, the memory gauge in bytes.
 type prometheus struct {
-	cfg    *admissionv1alpha1.InitialResourcesPrometheus
+	cfg    *portcullisapi.InitialResourcesPrometheus
 	base   *url.URL
 	client *http.Client
 	now    func() time.Time
@@ -48,7 +48,7 @@ var _ usageHistory = &prometheus{}
 
 // newPrometheus connects the source to cfg's server; the CA file is read now, so a bad one
 // stops the start.
-func newPrometheus(cfg *admissionv1alpha1.InitialResourcesPrometheus) (*prometheus, error) {
+func newPrometheus(cfg *portcullisapi.InitialResourcesPrometheus) (*prometheus, error) {
 	base, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus.url: %w", err)
@@ -108,7 +108,7 @@ func (p *prometheus) query(resource api.ResourceName, img image, exact bool, nam
 }
 
 // chunks is how many range queries read window at cfg's step and points per series.
-func chunks(cfg *admissionv1alpha1.InitialResourcesPrometheus, window time.Duration) int {
+func chunks(cfg *portcullisapi.InitialResourcesPrometheus, window time.Duration) int {
 	points := int64(window/cfg.Step.Duration) + 1
 	per := int64(*cfg.MaxPointsPerSeries)
 	return int((points + per - 1) / per)

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // rangeQuery is one /api/v1/query_range request as the fake server read it.
@@ -71,9 +71,10 @@ func (f *fakePrometheus) recorded() []rangeQuery {
 	return append([]rangeQuery(nil), f.queries...)
 }
 
-func prometheusConfig(url string, mutate func(*admissionv1alpha1.InitialResourcesPrometheus)) *admissionv1alpha1.InitialResourcesPrometheus {
-	cfg := &admissionv1alpha1.InitialResourcesConfiguration{Prometheus: &admissionv1alpha1.InitialResourcesPrometheus{URL: url}}
-	SetDefaults(cfg)
+func prometheusConfig(t testing.TB, url string, mutate func(*portcullisapi.InitialResourcesPrometheus)) *portcullisapi.InitialResourcesPrometheus {
+	t.Helper()
+	cfg := &portcullisapi.InitialResourcesConfiguration{Prometheus: &portcullisapi.InitialResourcesPrometheus{URL: url}}
+	setDefaults(t, cfg)
 	if mutate != nil {
 		mutate(cfg.Prometheus)
 	}
@@ -103,7 +104,7 @@ func TestPrometheusQueries(t *testing.T) {
 			fake := &fakePrometheus{value: "0.25"}
 			server := httptest.NewServer(fake)
 			defer server.Close()
-			p, err := newPrometheus(prometheusConfig(server.URL+"/prefix", nil))
+			p, err := newPrometheus(prometheusConfig(t, server.URL+"/prefix", nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +138,7 @@ func TestPrometheusChunksLongWindows(t *testing.T) {
 	fake := &fakePrometheus{value: "1"}
 	server := httptest.NewServer(fake)
 	defer server.Close()
-	p, err := newPrometheus(prometheusConfig(server.URL+"/prefix", func(c *admissionv1alpha1.InitialResourcesPrometheus) {
+	p, err := newPrometheus(prometheusConfig(t, server.URL+"/prefix", func(c *portcullisapi.InitialResourcesPrometheus) {
 		maxPoints := int32(1000)
 		c.MaxPointsPerSeries = &maxPoints
 	}))
@@ -180,7 +181,7 @@ func TestPrometheusErrors(t *testing.T) {
 		fake := &fakePrometheus{status: http.StatusUnprocessableEntity, errText: "query processing would load too many samples"}
 		server := httptest.NewServer(fake)
 		defer server.Close()
-		p, err := newPrometheus(prometheusConfig(server.URL+"/prefix", nil))
+		p, err := newPrometheus(prometheusConfig(t, server.URL+"/prefix", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestPrometheusErrors(t *testing.T) {
 	t.Run("not Prometheus", func(t *testing.T) {
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("<html>login</html>")) }))
 		defer server.Close()
-		p, err := newPrometheus(prometheusConfig(server.URL, nil))
+		p, err := newPrometheus(prometheusConfig(t, server.URL, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +205,7 @@ func TestPrometheusErrors(t *testing.T) {
 		server := httptest.NewServer(http.NotFoundHandler())
 		url := server.URL
 		server.Close()
-		p, err := newPrometheus(prometheusConfig(url, nil))
+		p, err := newPrometheus(prometheusConfig(t, url, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func TestPrometheusTLSAndToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("first\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPrometheus(prometheusConfig(server.URL+"/prefix", func(c *admissionv1alpha1.InitialResourcesPrometheus) {
+	p, err := newPrometheus(prometheusConfig(t, server.URL+"/prefix", func(c *portcullisapi.InitialResourcesPrometheus) {
 		c.CAFile, c.BearerTokenFile = caFile, tokenFile
 		c.Step = &metav1.Duration{Duration: time.Hour}
 	}))
@@ -248,11 +249,11 @@ func TestPrometheusTLSAndToken(t *testing.T) {
 			t.Errorf("Authorization %q, want the token file's %q", got, token)
 		}
 	}
-	if _, err := newPrometheus(prometheusConfig(server.URL, func(c *admissionv1alpha1.InitialResourcesPrometheus) { c.CAFile = tokenFile })); err == nil ||
+	if _, err := newPrometheus(prometheusConfig(t, server.URL, func(c *portcullisapi.InitialResourcesPrometheus) { c.CAFile = tokenFile })); err == nil ||
 		!strings.Contains(err.Error(), "prometheus.caFile") {
 		t.Errorf("a CA file without a certificate: %v, want an error naming prometheus.caFile", err)
 	}
-	if _, err := newPrometheus(prometheusConfig(server.URL, func(c *admissionv1alpha1.InitialResourcesPrometheus) { c.BearerTokenFile = filepath.Join(dir, "none") })); err == nil ||
+	if _, err := newPrometheus(prometheusConfig(t, server.URL, func(c *portcullisapi.InitialResourcesPrometheus) { c.BearerTokenFile = filepath.Join(dir, "none") })); err == nil ||
 		!strings.Contains(err.Error(), "prometheus.bearerTokenFile") {
 		t.Errorf("a missing token file: %v, want an error naming prometheus.bearerTokenFile", err)
 	}
@@ -285,7 +286,7 @@ func TestPrometheusDecoding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(tc.body)) }))
 			defer server.Close()
-			p, err := newPrometheus(prometheusConfig(server.URL, func(c *admissionv1alpha1.InitialResourcesPrometheus) {
+			p, err := newPrometheus(prometheusConfig(t, server.URL, func(c *portcullisapi.InitialResourcesPrometheus) {
 				c.Step = &metav1.Duration{Duration: 24 * time.Hour} // one query for the week
 			}))
 			if err != nil {
@@ -337,7 +338,7 @@ func TestPrometheusKeepsABoundedSample(t *testing.T) {
 		fmt.Fprint(w, `]}}`)
 	}))
 	defer server.Close()
-	p, err := newPrometheus(prometheusConfig(server.URL, nil))
+	p, err := newPrometheus(prometheusConfig(t, server.URL, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

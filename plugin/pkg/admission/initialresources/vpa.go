@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // verticalPodAutoscalers is the resource the VerticalPodAutoscaler source reads.
@@ -91,7 +91,7 @@ func ownerSize(ref objectRef, owner *objectRef) int {
 // controller.
 type vpaSource struct {
 	client         dynamic.Interface
-	recommendation admissionv1alpha1.InitialResourcesRecommendation
+	recommendation portcullisapi.InitialResourcesRecommendation
 	autoscalers    *cache[string, []autoscaler]
 	owners         *cache[objectRef, *objectRef]
 }

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/warning"
@@ -32,7 +31,7 @@ import (
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/internal/readiness"
 )
 
@@ -71,7 +70,7 @@ var (
 // Plugin is the PersistentVolumeLabel admission plugin.
 type Plugin struct {
 	*admission.Handler
-	cfg       *admissionv1alpha1.PersistentVolumeLabelConfiguration
+	cfg       *portcullisapi.PersistentVolumeLabelConfiguration
 	resolvers []namedResolver
 	// zoneKeys and regionKeys are the label keys written, paired by index.
 	zoneKeys, regionKeys []string
@@ -96,7 +95,7 @@ var (
 )
 
 // New returns the plugin for a defaulted, validated configuration.
-func New(cfg *admissionv1alpha1.PersistentVolumeLabelConfiguration) (*Plugin, error) {
+func New(cfg *portcullisapi.PersistentVolumeLabelConfiguration) (*Plugin, error) {
 	registerOnce.Do(func() { legacyregistry.MustRegister(volumesAdmitted) })
 	p := &Plugin{
 		// Upstream labelled a PV when it was created; an update keeps what it was given.
@@ -105,9 +104,9 @@ func New(cfg *admissionv1alpha1.PersistentVolumeLabelConfiguration) (*Plugin, er
 		readyTimeout: readiness.DefaultTimeout,
 	}
 	switch cfg.LabelKeys {
-	case admissionv1alpha1.PersistentVolumeLabelKeysGA:
+	case portcullisapi.PersistentVolumeLabelKeysGA:
 		p.zoneKeys, p.regionKeys = []string{corev1.LabelTopologyZone}, []string{corev1.LabelTopologyRegion}
-	case admissionv1alpha1.PersistentVolumeLabelKeysBeta:
+	case portcullisapi.PersistentVolumeLabelKeysBeta:
 		p.zoneKeys, p.regionKeys = []string{corev1.LabelFailureDomainBetaZone}, []string{corev1.LabelFailureDomainBetaRegion}
 	default:
 		p.zoneKeys = []string{corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone}
@@ -116,21 +115,17 @@ func New(cfg *admissionv1alpha1.PersistentVolumeLabelConfiguration) (*Plugin, er
 	for _, name := range cfg.Resolvers {
 		var r resolver
 		switch name {
-		case admissionv1alpha1.PersistentVolumeLabelResolverCSITopology:
+		case portcullisapi.PersistentVolumeLabelResolverCSITopology:
 			r = csiTopology{}
-		case admissionv1alpha1.PersistentVolumeLabelResolverNodes:
+		case portcullisapi.PersistentVolumeLabelResolverNodes:
 			p.nodes = &nodes{}
 			r = p.nodes
-		case admissionv1alpha1.PersistentVolumeLabelResolverVolumeID:
+		case portcullisapi.PersistentVolumeLabelResolverVolumeID:
 			r = volumeID{}
-		case admissionv1alpha1.PersistentVolumeLabelResolverRules:
-			var compiled rules
-			for i, rule := range cfg.Rules {
-				c, errs := compileRule(rule, field.NewPath("rules").Index(i))
-				if len(errs) > 0 {
-					return nil, fmt.Errorf("%s: %w", PluginName, errs.ToAggregate())
-				}
-				compiled = append(compiled, c)
+		case portcullisapi.PersistentVolumeLabelResolverRules:
+			compiled, err := compileRules(cfg.Rules)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", PluginName, err)
 			}
 			r = compiled
 		default:
@@ -145,7 +140,7 @@ func New(cfg *admissionv1alpha1.PersistentVolumeLabelConfiguration) (*Plugin, er
 // adding node affinity does (an inferred requirement no Node carries is not added; a stated
 // one is added with a warning).
 func (p *Plugin) wantsNodes() bool {
-	return p.nodes != nil || p.cfg.NodeAffinity == admissionv1alpha1.PersistentVolumeLabelNodeAffinityAdd
+	return p.nodes != nil || p.cfg.NodeAffinity == portcullisapi.PersistentVolumeLabelNodeAffinityAdd
 }
 
 // SetExternalKubeInformerFactory receives the informers: the Nodes indexed by label, and,
@@ -204,7 +199,7 @@ func notReady(a admission.Attributes, what string) error {
 
 // count records an outcome once per request: not again when a webhook's change makes the
 // server run the plugin a second time. Dry runs count: they are admitted as any request.
-func count(a admission.Attributes, outcome string, by admissionv1alpha1.PersistentVolumeLabelResolverName) {
+func count(a admission.Attributes, outcome string, by portcullisapi.PersistentVolumeLabelResolverName) {
 	if rc := a.GetReinvocationContext(); rc != nil && rc.IsReinvoke() {
 		return
 	}
@@ -225,7 +220,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	zoneKeys, regionKeys := p.zoneKeys, p.regionKeys
 	var zones []string
 	var zoneValue, region string
-	outcome, by := outcomeTrusted, admissionv1alpha1.PersistentVolumeLabelResolverName("")
+	outcome, by := outcomeTrusted, portcullisapi.PersistentVolumeLabelResolverName("")
 	// Where the volume says where it is (a provisioner's labels; an in-tree volume's
 	// identifier, read by VolumeID or an operator's rule, standing in for 1.30's cloud lookup),
 	// its requirements are added as 1.30 added them. What the plugin infers (a CSI volume's
@@ -269,7 +264,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		}
 		if len(zones) == 0 {
 			source, id := inTreeZonalSource(pv)
-			if source != "" && p.cfg.Unresolved == admissionv1alpha1.PersistentVolumeLabelUnresolvedRefuse {
+			if source != "" && p.cfg.Unresolved == portcullisapi.PersistentVolumeLabelUnresolvedRefuse {
 				count(a, outcomeRefused, "")
 				return admission.NewForbidden(a, fmt.Errorf("%s: no zone found for %s volume %s by the resolvers %v", PluginName, source, id, p.cfg.Resolvers))
 			}
@@ -313,7 +308,7 @@ func (p *Plugin) label(pv *api.PersistentVolume, zoneKeys, regionKeys []string, 
 			reqs = append(reqs, api.NodeSelectorRequirement{Key: regionKeys[i], Operator: api.NodeSelectorOpIn, Values: []string{region}})
 		}
 	}
-	if p.cfg.NodeAffinity == admissionv1alpha1.PersistentVolumeLabelNodeAffinityNone {
+	if p.cfg.NodeAffinity == portcullisapi.PersistentVolumeLabelNodeAffinityNone {
 		return nil
 	}
 	return reqs
@@ -323,8 +318,8 @@ func (p *Plugin) label(pv *api.PersistentVolume, zoneKeys, regionKeys []string, 
 // identifier (VolumeID, or an operator's rule for identifiers), as 1.30's cloud lookup did for
 // in-tree volumes, rather than inferring it from the cluster (a CSI driver's topology, the
 // Nodes).
-func readFromIdentifier(by admissionv1alpha1.PersistentVolumeLabelResolverName) bool {
-	return by == admissionv1alpha1.PersistentVolumeLabelResolverVolumeID || by == admissionv1alpha1.PersistentVolumeLabelResolverRules
+func readFromIdentifier(by portcullisapi.PersistentVolumeLabelResolverName) bool {
+	return by == portcullisapi.PersistentVolumeLabelResolverVolumeID || by == portcullisapi.PersistentVolumeLabelResolverRules
 }
 
 // inTreeVolume reports whether pv is of an in-tree zonal source, the volumes 1.30 located.

@@ -539,8 +539,8 @@ func TestMetricOncePerRequest(t *testing.T) {
 	value := func() float64 {
 		total := 0.0
 		for _, outcome := range []string{outcomeLabelled, outcomeTrusted, outcomeUnresolved, outcomeRefused} {
-			for _, by := range append(resolverNames, "") {
-				v, err := metricstestutil.GetCounterMetricValue(volumesAdmitted.WithLabelValues(outcome, string(by)))
+			for _, by := range []string{"CSITopology", "Nodes", "VolumeID", "Rules", ""} {
+				v, err := metricstestutil.GetCounterMetricValue(volumesAdmitted.WithLabelValues(outcome, by))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,14 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 const configHeader = "apiVersion: admission.portcullis.io/v1alpha1\nkind: PersistentVolumeLabelConfiguration\n"
 
 func TestLoadConfigurationDefaults(t *testing.T) {
-	want := &admissionv1alpha1.PersistentVolumeLabelConfiguration{
-		Resolvers: []admissionv1alpha1.PersistentVolumeLabelResolverName{"CSITopology", "Nodes", "VolumeID"},
+	want := &portcullisapi.PersistentVolumeLabelConfiguration{
+		Resolvers: []portcullisapi.PersistentVolumeLabelResolverName{"CSITopology", "Nodes", "VolumeID"},
 		LabelKeys: "GA", NodeAffinity: "Add", Unresolved: "Admit",
 	}
 	for _, in := range []string{"", configHeader, ExampleConfig} {
@@ -31,7 +31,7 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := withRules.Resolvers; len(got) != 4 || got[3] != admissionv1alpha1.PersistentVolumeLabelResolverRules {
+	if got := withRules.Resolvers; len(got) != 4 || got[3] != portcullisapi.PersistentVolumeLabelResolverRules {
 		t.Errorf("with rules, resolvers default to %v, want Rules last of four", got)
 	}
 	uncommented := strings.NewReplacer("# rules:", "rules:", "# - ", "- ", "#   ", "  ").Replace(ExampleConfig)
@@ -40,6 +40,8 @@ func TestLoadConfigurationDefaults(t *testing.T) {
 	}
 }
 
+// TestLoadConfigurationErrors: the loader's errors name the plugin and what went wrong; the
+// rules themselves are pkg/apis/admission/validation's, tested there.
 func TestLoadConfigurationErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -49,19 +51,9 @@ func TestLoadConfigurationErrors(t *testing.T) {
 	}{
 		{name: "misspelt field", in: "labelkeys: GA\n", want: []string{`PersistentVolumeLabel: decoding configuration`, `unknown field "labelkeys"`}},
 		{name: "another kind", whole: "apiVersion: admission.portcullis.io/v1alpha1\nkind: InitialResourcesConfiguration\n",
-			want: []string{"configuration is admission.portcullis.io/v1alpha1, Kind=InitialResourcesConfiguration, want admission.portcullis.io/v1alpha1, Kind=PersistentVolumeLabelConfiguration"}},
-		{name: "unknown resolver", in: "resolvers: [CSITopology, Cloud]\n", want: []string{`resolvers[1]: Unsupported value: "Cloud"`}},
-		{name: "duplicate resolver", in: "resolvers: [Nodes, Nodes]\n", want: []string{`resolvers[1]: Duplicate value: "Nodes"`}},
-		{name: "no resolver", in: "resolvers: []\n", want: []string{`resolvers: Required value`}},
-		{name: "Rules without rules", in: "resolvers: [Rules]\n", want: []string{`rules: Required value: the Rules resolver needs at least one rule`}},
-		{name: "rules without the Rules resolver", in: "resolvers: [Nodes]\nrules:\n- source: CSI\n  zone: z\n", want: []string{`resolvers: Invalid value`, `they would never be used`}},
-		{name: "label keys", in: "labelKeys: ga\n", want: []string{`labelKeys: Unsupported value: "ga": supported values: "GA", "Beta", "Both"`}},
-		{name: "node affinity", in: "nodeAffinity: Replace\n", want: []string{`nodeAffinity: Unsupported value: "Replace"`}},
-		{name: "unresolved", in: "unresolved: Deny\n", want: []string{`unresolved: Unsupported value: "Deny": supported values: "Admit", "Refuse"`}},
-		{name: "rule source", in: "rules:\n- source: NFS\n  zone: z\n", want: []string{`rules[0].source: Unsupported value: "NFS"`}},
-		{name: "rule driver on an in-tree source", in: "rules:\n- source: Cinder\n  driver: x\n  zone: z\n", want: []string{`rules[0].driver: Invalid value: "x": only a CSI rule names a driver`}},
+			want: []string{"PersistentVolumeLabel: decoding configuration", "want admission.portcullis.io/v1alpha1, Kind=PersistentVolumeLabelConfiguration"}},
+		{name: "unknown resolver", in: "resolvers: [CSITopology, Cloud]\n", want: []string{`PersistentVolumeLabel: invalid configuration`, `resolvers[1]: Unsupported value: "Cloud"`}},
 		{name: "rule expression", in: "rules:\n- source: CSI\n  match: '(['\n  zone: z\n", want: []string{`rules[0].match: Invalid value: "(["`, "missing closing ]"}},
-		{name: "rule without zone", in: "rules:\n- source: CSI\n  region: r\n", want: []string{`rules[0].zone: Required value`}},
 		{name: "rule zone list", in: "rules:\n- source: CSI\n  zone: 'a____b'\n", want: []string{`rules[0].zone: Invalid value: "a____b"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,5 +74,26 @@ func TestLoadConfigurationErrors(t *testing.T) {
 				t.Errorf("error %q does not name the plugin", err)
 			}
 		})
+	}
+}
+
+// TestEveryRuleSourceApplies: each source validation accepts in a rule is one the plugin
+// reads an identifier from.
+func TestEveryRuleSourceApplies(t *testing.T) {
+	for _, source := range []string{"GCEPersistentDisk", "AWSElasticBlockStore", "AzureDisk", "Cinder", "VsphereVolume", "CSI"} {
+		cfg, err := LoadConfiguration(strings.NewReader(configHeader + "rules:\n- source: " + source + "\n  zone: z\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", source, err)
+		}
+		if _, err := New(cfg); err != nil {
+			t.Errorf("%s: %v", source, err)
+		}
+	}
+	_, err := New(&portcullisapi.PersistentVolumeLabelConfiguration{
+		Resolvers: []portcullisapi.PersistentVolumeLabelResolverName{portcullisapi.PersistentVolumeLabelResolverRules},
+		Rules:     []portcullisapi.PersistentVolumeLabelRule{{Source: "NFS", Zone: "z"}},
+	})
+	if err == nil || !strings.Contains(err.Error(), `unknown source "NFS"`) {
+		t.Errorf("New with a rule of an unknown source: %v", err)
 	}
 }

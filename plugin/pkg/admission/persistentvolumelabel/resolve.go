@@ -7,7 +7,7 @@ import (
 	cloudvolume "k8s.io/cloud-provider/volume"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // location is what a resolver found of a volume's place: zones (several for a regional
@@ -27,7 +27,7 @@ type resolver interface {
 // the region is the Nodes' (regionOfZones).
 type resolution struct {
 	location
-	by            admissionv1alpha1.PersistentVolumeLabelResolverName
+	by            portcullisapi.PersistentVolumeLabelResolverName
 	regionByNodes bool
 }
 
@@ -65,7 +65,7 @@ func resolve(resolvers []namedResolver, regionOfZones func(sets.Set[string]) str
 }
 
 type namedResolver struct {
-	name admissionv1alpha1.PersistentVolumeLabelResolverName
+	name portcullisapi.PersistentVolumeLabelResolverName
 	resolver
 }
 

@@ -1,50 +1,50 @@
 package persistentvolumelabel
 
 import (
+	"fmt"
 	"regexp"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	volumehelpers "k8s.io/cloud-provider/volume/helpers"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // identifiers says, per source a rule may name, where a PV's identifier is; nil when the PV
 // has no such source.
-var identifiers = map[admissionv1alpha1.PersistentVolumeLabelSource]func(*api.PersistentVolumeSource) (id, driver string, ok bool){
-	admissionv1alpha1.PersistentVolumeLabelSourceGCEPersistentDisk: func(s *api.PersistentVolumeSource) (string, string, bool) {
+var identifiers = map[portcullisapi.PersistentVolumeLabelSource]func(*api.PersistentVolumeSource) (id, driver string, ok bool){
+	portcullisapi.PersistentVolumeLabelSourceGCEPersistentDisk: func(s *api.PersistentVolumeSource) (string, string, bool) {
 		if s.GCEPersistentDisk == nil {
 			return "", "", false
 		}
 		return s.GCEPersistentDisk.PDName, "", true
 	},
-	admissionv1alpha1.PersistentVolumeLabelSourceAWSElasticBlockStore: func(s *api.PersistentVolumeSource) (string, string, bool) {
+	portcullisapi.PersistentVolumeLabelSourceAWSElasticBlockStore: func(s *api.PersistentVolumeSource) (string, string, bool) {
 		if s.AWSElasticBlockStore == nil {
 			return "", "", false
 		}
 		return s.AWSElasticBlockStore.VolumeID, "", true
 	},
-	admissionv1alpha1.PersistentVolumeLabelSourceAzureDisk: func(s *api.PersistentVolumeSource) (string, string, bool) {
+	portcullisapi.PersistentVolumeLabelSourceAzureDisk: func(s *api.PersistentVolumeSource) (string, string, bool) {
 		if s.AzureDisk == nil {
 			return "", "", false
 		}
 		return s.AzureDisk.DataDiskURI, "", true
 	},
-	admissionv1alpha1.PersistentVolumeLabelSourceCinder: func(s *api.PersistentVolumeSource) (string, string, bool) {
+	portcullisapi.PersistentVolumeLabelSourceCinder: func(s *api.PersistentVolumeSource) (string, string, bool) {
 		if s.Cinder == nil {
 			return "", "", false
 		}
 		return s.Cinder.VolumeID, "", true
 	},
-	admissionv1alpha1.PersistentVolumeLabelSourceVsphereVolume: func(s *api.PersistentVolumeSource) (string, string, bool) {
+	portcullisapi.PersistentVolumeLabelSourceVsphereVolume: func(s *api.PersistentVolumeSource) (string, string, bool) {
 		if s.VsphereVolume == nil {
 			return "", "", false
 		}
 		return s.VsphereVolume.VolumePath, "", true
 	},
-	admissionv1alpha1.PersistentVolumeLabelSourceCSI: func(s *api.PersistentVolumeSource) (string, string, bool) {
+	portcullisapi.PersistentVolumeLabelSourceCSI: func(s *api.PersistentVolumeSource) (string, string, bool) {
 		if s.CSI == nil {
 			return "", "", false
 		}
@@ -52,17 +52,8 @@ var identifiers = map[admissionv1alpha1.PersistentVolumeLabelSource]func(*api.Pe
 	},
 }
 
-func sourceNames() []string {
-	names := make([]string, 0, len(identifiers))
-	for s := range identifiers {
-		names = append(names, string(s))
-	}
-	sort.Strings(names)
-	return names
-}
-
 type compiledRule struct {
-	rule  admissionv1alpha1.PersistentVolumeLabelRule
+	rule  portcullisapi.PersistentVolumeLabelRule
 	match *regexp.Regexp
 }
 
@@ -90,4 +81,22 @@ func (rs rules) resolve(pv *api.PersistentVolume) location {
 		return loc
 	}
 	return location{}
+}
+
+// compileRules compiles the rules' expressions. Validation has checked them
+// (pkg/apis/admission/validation); a rule that cannot be applied is still an error here, not
+// a panic when a volume comes.
+func compileRules(rs []portcullisapi.PersistentVolumeLabelRule) (rules, error) {
+	compiled := make(rules, 0, len(rs))
+	for i, rule := range rs {
+		if _, ok := identifiers[rule.Source]; !ok {
+			return nil, fmt.Errorf("rules[%d]: unknown source %q", i, rule.Source)
+		}
+		re, err := regexp.Compile(rule.Match)
+		if err != nil {
+			return nil, fmt.Errorf("rules[%d].match: %w", i, err)
+		}
+		compiled = append(compiled, &compiledRule{rule: rule, match: re})
+	}
+	return compiled, nil
 }

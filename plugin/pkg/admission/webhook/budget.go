@@ -6,6 +6,8 @@ import (
 	"time"
 
 	endpointsrequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 // Budget is one request's webhook time budget: the calls of a request must end by its end,
@@ -59,7 +61,7 @@ func (s *BudgetSettings) For(ctx context.Context) Budget {
 // of the request the time a budget leaves it, and never times the request out.
 func (s *BudgetSettings) WaitEnd(ctx context.Context) time.Time {
 	if s == nil {
-		s = &BudgetSettings{DeadlineMargin: DefaultDeadlineMargin}
+		s = &BudgetSettings{DeadlineMargin: portcullisconfig.DefaultDeadlineMargin}
 	}
 	if b := s.For(ctx); b.set {
 		return b.end

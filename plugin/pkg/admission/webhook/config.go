@@ -7,61 +7,15 @@
 package webhook
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/component-base/version"
-	"sigs.k8s.io/yaml"
-
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
-
-// Defaults and limits of WebhookDispatchConfiguration.
-const (
-	DefaultFailureThreshold int32 = 5
-	DefaultInitialBackoff         = time.Second
-	DefaultMaxBackoff             = 30 * time.Second
-	DefaultDeadlineMargin         = 2 * time.Second
-
-	maxFailureThreshold = 1000
-	minInitialBackoff   = 100 * time.Millisecond
-	maxInitialBackoff   = 10 * time.Minute
-	maxMaxBackoff       = time.Hour
-	minDeadlineMargin   = 100 * time.Millisecond
-	maxDeadlineMargin   = 30 * time.Second
-	minMaxDuration      = time.Second
-	maxMaxDuration      = 10 * time.Minute
-
-	// maxMaxWait: a webhook's timeoutSeconds is at most 30.
-	maxMaxWait = 30 * time.Second
-
-	DefaultProbeMaxInFlight int32 = 2
-	maxProbeOneIn                 = 1000000
-	maxProbeMaxInFlight           = 64
-)
-
-var (
-	scheme = runtime.NewScheme()
-	// Strict: a misspelt field is an error naming it, not a silently ignored setting.
-	codecs = serializer.NewCodecFactory(scheme, serializer.EnableStrict)
-)
-
-func init() {
-	utilruntime.Must(admissionv1alpha1.AddToScheme(scheme))
-}
 
 // Configuration is what a webhook plugin takes from its entry in the admission config file.
 type Configuration struct {
@@ -172,112 +126,65 @@ type BudgetSettings struct {
 	MaxDuration time.Duration
 }
 
-// Plugin kinds, for LoadConfiguration and NewDispatch: which settings an entry may carry.
+// Plugin kinds, for NewConfiguration: which of the two plugins the settings are for.
 const (
 	MutatingPlugin   = false
 	ValidatingPlugin = true
 )
 
-// LoadConfiguration reads a webhook plugin's own entry of the admission config file. An entry
-// in upstream's kind (or none) is handed to upstream unchanged. An entry in
-// WebhookDispatchConfiguration, the form of earlier releases (now the Portcullis entry's
-// webhookDispatch), is decoded strictly, defaulted and validated, and its kubeConfigFile and
-// staticManifestsDir are handed to upstream in upstream's kind; Legacy is then set. validating
-// says which of the two plugins the entry is for (earlyExit is the validating plugin's only).
-func LoadConfiguration(pluginName string, validating bool, r io.Reader) (*Configuration, error) {
-	if r == nil {
-		return &Configuration{}, nil
+// Softens says whether settings put a webhook in Warn or Audit: then mutating shadows are
+// harvested at the end of the chain (HarvestPoint).
+func Softens(settings *portcullisapi.WebhookDispatchSettings) bool {
+	if settings == nil {
+		return false
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading configuration: %w", pluginName, err)
-	}
-	if !IsDispatchKind(data) {
-		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
-		return &Configuration{Upstream: bytes.NewReader(data)}, nil
-	}
-	obj, gvk, err := codecs.UniversalDeserializer().Decode(data, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: decoding configuration: %w", pluginName, err)
-	}
-	cfg, ok := obj.(*admissionv1alpha1.WebhookDispatchConfiguration)
-	if !ok {
-		return nil, fmt.Errorf("%s: configuration is %v, want %s", pluginName, gvk,
-			admissionv1alpha1.SchemeGroupVersion.WithKind("WebhookDispatchConfiguration"))
-	}
-	var errs field.ErrorList
-	for _, p := range []struct {
-		path, value string
-	}{{"kubeConfigFile", cfg.KubeConfigFile}, {"staticManifestsDir", cfg.StaticManifestsDir}} {
-		if p.value != "" && !filepath.IsAbs(p.value) {
-			errs = append(errs, field.Invalid(field.NewPath(p.path), p.value, "must be an absolute path"))
+	for _, m := range settings.EnforcementModes {
+		if enforcement.SoftenFor(m.Modes).Softens() {
+			return true
 		}
 	}
-	if cfg.StaticManifestsDir != "" && staticManifestsSince != "" {
-		errs = append(errs, field.Invalid(field.NewPath("staticManifestsDir"), cfg.StaticManifestsDir,
-			"static webhook manifests came with Kubernetes "+staticManifestsSince+"; this release is built on "+version.Get().GitVersion))
-	}
-	out, dispatchErrs := NewDispatch(&admissionv1alpha1.WebhookDispatchSettings{
-		CircuitBreaker: cfg.CircuitBreaker,
-		TimeBudget:     cfg.TimeBudget,
-		EarlyExit:      cfg.EarlyExit,
-	}, validating, nil)
-	if errs = append(errs, dispatchErrs...); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: invalid configuration: %w", pluginName, errs.ToAggregate())
-	}
-	upstream, err := json.Marshal(map[string]string{
-		"apiVersion":         "apiserver.config.k8s.io/v1",
-		"kind":               "WebhookAdmissionConfiguration",
-		"kubeConfigFile":     cfg.KubeConfigFile,
-		"staticManifestsDir": cfg.StaticManifestsDir,
-	})
-	if err != nil {
-		return nil, err
-	}
-	out.Upstream = bytes.NewReader(upstream)
-	out.Legacy = true
-	return out, nil
+	return false
 }
 
-// IsDispatchKind says whether a webhook plugin's entry configuration is in a kind of ours
-// (admission.portcullis.io) rather than upstream's.
-func IsDispatchKind(data []byte) bool {
-	var typeMeta metav1.TypeMeta
-	return yaml.Unmarshal(data, &typeMeta) == nil && typeMeta.GroupVersionKind().Group == admissionv1alpha1.GroupName
-}
-
-// NewDispatch defaults and validates one plugin's dispatch settings and returns them as a
-// Configuration without Upstream; nil settings give nil. fldPath is where the settings sit.
-func NewDispatch(settings *admissionv1alpha1.WebhookDispatchSettings, validating bool, fldPath *field.Path) (*Configuration, field.ErrorList) {
+// NewConfiguration is a webhook plugin's configuration: upstream is its own entry for
+// upstream's constructors (in upstream's kind: portcullisconfig.WebhookEntry converts the
+// form of earlier releases; nil for none), and its dispatch settings are the Portcullis
+// entry's (config, as portcullisconfig.Load defaulted and validated it; nil for none) or,
+// when that sets none, legacy's (the earlier form's, from the plugin's own entry).
+func NewConfiguration(upstream io.Reader, config *portcullisapi.PortcullisConfiguration, legacy *portcullisapi.WebhookDispatchSettings, validating bool) *Configuration {
+	out := &Configuration{Upstream: upstream}
+	var settings *portcullisapi.WebhookDispatchSettings
+	if config != nil {
+		settings = config.WebhookDispatch.Of(validating)
+	}
 	if settings == nil {
-		return nil, nil
+		settings, out.Legacy = legacy, legacy != nil
 	}
-	settings = settings.DeepCopy()
-	SetDefaults(settings)
-	errs := Validate(settings, fldPath)
-	if settings.EarlyExit && !validating {
-		errs = append(errs, field.Invalid(fldPath.Child("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
+	if settings == nil {
+		return out
 	}
-	if settings.IdempotencyProbe != nil && validating {
-		errs = append(errs, field.Invalid(fldPath.Child("idempotencyProbe"), "set", "only mutating webhooks are probed: a validating webhook's answer changes nothing"))
+	// The trace takes the plugin as it is: upstream's is one step, whatever its webhooks
+	// did together; ours (asked for by a setting of its own) records each webhook as a
+	// sub-step. The trace alone never moves a plugin onto our dispatch.
+	if config != nil && config.AdmissionTrace != nil && (config.AdmissionTrace.OnRequest || config.AdmissionTrace.Audit) {
+		out.Traced = settings.Ours()
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	out := &Configuration{EarlyExit: settings.EarlyExit}
+	out.EarlyExit = settings.EarlyExit
 	for _, m := range settings.EnforcementModes {
-		if soften := enforcement.SoftenFor(m.Modes); soften.Softens() {
-			if out.Modes == nil {
-				out.Modes = HookModes{}
+		soften := enforcement.SoftenFor(m.Modes)
+		if !soften.Softens() {
+			continue
+		}
+		if out.Modes == nil {
+			out.Modes = HookModes{}
+		}
+		key := HookKey{Configuration: m.Configuration, Webhook: m.Webhook}
+		out.Modes[key] = soften
+		if m.MaxWait != nil {
+			if out.MaxWaits == nil {
+				out.MaxWaits = map[HookKey]time.Duration{}
 			}
-			key := HookKey{Configuration: m.Configuration, Webhook: m.Webhook}
-			out.Modes[key] = soften
-			if m.MaxWait != nil {
-				if out.MaxWaits == nil {
-					out.MaxWaits = map[HookKey]time.Duration{}
-				}
-				out.MaxWaits[key] = m.MaxWait.Duration
-			}
+			out.MaxWaits[key] = m.MaxWait.Duration
 		}
 	}
 	if p := settings.IdempotencyProbe; p != nil {
@@ -296,127 +203,5 @@ func NewDispatch(settings *admissionv1alpha1.WebhookDispatchSettings, validating
 			out.Budget.MaxDuration = b.MaxDuration.Duration
 		}
 	}
-	return out, nil
+	return out
 }
-
-// WithDispatch returns the configuration with the dispatch settings of dispatch — the
-// Portcullis entry's, which the command read — in place of the entry's own; a nil dispatch
-// keeps the entry's.
-func (c *Configuration) WithDispatch(dispatch *Configuration) *Configuration {
-	if dispatch == nil {
-		return c
-	}
-	out := *c
-	out.Breaker, out.Budget, out.EarlyExit = dispatch.Breaker, dispatch.Budget, dispatch.EarlyExit
-	out.Modes, out.MaxWaits, out.Probe, out.Traced = dispatch.Modes, dispatch.MaxWaits, dispatch.Probe, dispatch.Traced
-	return &out
-}
-
-// SetDefaults fills what a set circuitBreaker or timeBudget leaves out.
-func SetDefaults(settings *admissionv1alpha1.WebhookDispatchSettings) {
-	if b := settings.CircuitBreaker; b != nil {
-		if b.FailureThreshold == nil {
-			v := DefaultFailureThreshold
-			b.FailureThreshold = &v
-		}
-		if b.InitialBackoff == nil {
-			b.InitialBackoff = &metav1.Duration{Duration: DefaultInitialBackoff}
-		}
-		if b.MaxBackoff == nil {
-			b.MaxBackoff = &metav1.Duration{Duration: max(DefaultMaxBackoff, b.InitialBackoff.Duration)}
-		}
-	}
-	if p := settings.IdempotencyProbe; p != nil && p.MaxInFlight == nil {
-		v := DefaultProbeMaxInFlight
-		p.MaxInFlight = &v
-	}
-	if b := settings.TimeBudget; b != nil && b.DeadlineMargin == nil {
-		b.DeadlineMargin = &metav1.Duration{Duration: DefaultDeadlineMargin}
-	}
-}
-
-// Validate checks defaulted settings, naming each bad field under fldPath.
-func Validate(settings *admissionv1alpha1.WebhookDispatchSettings, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if b := settings.CircuitBreaker; b != nil {
-		path := fldPath.Child("circuitBreaker")
-		if v := *b.FailureThreshold; v < 1 || v > maxFailureThreshold {
-			errs = append(errs, field.Invalid(path.Child("failureThreshold"), v, fmt.Sprintf("must be from 1 to %d", maxFailureThreshold)))
-		}
-		errs = append(errs, durationWithin(path.Child("initialBackoff"), b.InitialBackoff.Duration, minInitialBackoff, maxInitialBackoff)...)
-		errs = append(errs, durationWithin(path.Child("maxBackoff"), b.MaxBackoff.Duration, b.InitialBackoff.Duration, maxMaxBackoff)...)
-	}
-	errs = append(errs, validateModes(settings.EnforcementModes, fldPath.Child("enforcementModes"))...)
-	if p := settings.IdempotencyProbe; p != nil {
-		path := fldPath.Child("idempotencyProbe")
-		if p.OneIn < 1 || p.OneIn > maxProbeOneIn {
-			errs = append(errs, field.Invalid(path.Child("oneIn"), p.OneIn, fmt.Sprintf("must be from 1 to %d", maxProbeOneIn)))
-		}
-		if v := *p.MaxInFlight; v < 1 || v > maxProbeMaxInFlight {
-			errs = append(errs, field.Invalid(path.Child("maxInFlight"), v, fmt.Sprintf("must be from 1 to %d", maxProbeMaxInFlight)))
-		}
-	}
-	if b := settings.TimeBudget; b != nil {
-		path := fldPath.Child("timeBudget")
-		errs = append(errs, durationWithin(path.Child("deadlineMargin"), b.DeadlineMargin.Duration, minDeadlineMargin, maxDeadlineMargin)...)
-		if b.MaxDuration != nil {
-			errs = append(errs, durationWithin(path.Child("maxDuration"), b.MaxDuration.Duration, minMaxDuration, maxMaxDuration)...)
-		}
-	}
-	return errs
-}
-
-// validateModes checks the webhooks' enforcement modes: each names a configuration and a
-// webhook (as the API requires them: DNS subdomains), once, with valid modes.
-func validateModes(modes []admissionv1alpha1.WebhookEnforcement, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[HookKey]bool{}
-	for i, m := range modes {
-		at := fldPath.Index(i)
-		for _, f := range []struct{ name, value string }{{"configuration", m.Configuration}, {"webhook", m.Webhook}} {
-			if f.value == "" {
-				errs = append(errs, field.Required(at.Child(f.name), ""))
-				continue
-			}
-			for _, msg := range validation.IsDNS1123Subdomain(f.value) {
-				errs = append(errs, field.Invalid(at.Child(f.name), f.value, msg))
-			}
-		}
-		key := HookKey{Configuration: m.Configuration, Webhook: m.Webhook}
-		if seen[key] {
-			errs = append(errs, field.Duplicate(at, m.Configuration+"/"+m.Webhook))
-		}
-		seen[key] = true
-		errs = append(errs, enforcement.ValidateModes(m.Modes, at.Child("modes"))...)
-		if m.MaxWait != nil {
-			switch {
-			case !enforcement.SoftenFor(m.Modes).Softens():
-				errs = append(errs, field.Invalid(at.Child("maxWait"), m.MaxWait.Duration.String(), "only a webhook in Warn or Audit is waited for: an enforced webhook holds the request until it answers"))
-			default:
-				errs = append(errs, durationWithin(at.Child("maxWait"), m.MaxWait.Duration, 0, maxMaxWait)...)
-			}
-		}
-	}
-	return errs
-}
-
-func durationWithin(path *field.Path, d, low, high time.Duration) field.ErrorList {
-	if d < low || d > high {
-		return field.ErrorList{field.Invalid(path, d.String(), fmt.Sprintf("must be from %s to %s", low, high))}
-	}
-	return nil
-}
-
-// ExampleSettings are sample dispatch settings for a webhook plugin, in the Portcullis
-// entry's webhookDispatch: breakers and budget on, at their defaults.
-const ExampleSettings = `circuitBreaker:
-  failureThreshold: 5
-  initialBackoff: 1s
-  maxBackoff: 30s
-timeBudget:
-  deadlineMargin: 2s
-`
-
-// ExampleValidatingSettings are ExampleSettings for ValidatingAdmissionWebhook, with its early
-// exit on.
-const ExampleValidatingSettings = ExampleSettings + "earlyExit: true\n"

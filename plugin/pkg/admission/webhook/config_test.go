@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 )
 
 // legacyKind heads a webhook plugin's entry in our kind of earlier releases.
@@ -66,11 +63,11 @@ func TestLoadConfiguration(t *testing.T) {
 		{
 			name:    "early exit is the validating plugin's only",
 			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
-			wantErr: []string{"TestPlugin", "earlyExit", "one after another"},
+			wantErr: []string{"earlyExit", "one after another"},
 		},
 		{
 			name:         "ours, the example",
-			config:       legacyKind + ExampleSettings,
+			config:       legacyKind + portcullisconfig.ExampleDispatchSettings,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
 			wantOurs:     true,
@@ -78,7 +75,7 @@ func TestLoadConfiguration(t *testing.T) {
 		},
 		{
 			name:         "ours, the validating example",
-			config:       legacyKind + ExampleValidatingSettings,
+			config:       legacyKind + portcullisconfig.ExampleValidatingDispatchSettings,
 			validating:   true,
 			wantBreaker:  &BreakerSettings{FailureThreshold: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second},
 			wantBudget:   &BudgetSettings{DeadlineMargin: 2 * time.Second},
@@ -104,12 +101,12 @@ func TestLoadConfiguration(t *testing.T) {
 		{
 			name:    "unknown field, named",
 			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreakers: {}\n",
-			wantErr: []string{"TestPlugin", "circuitBreakers"},
+			wantErr: []string{"circuitBreakers"},
 		},
 		{
 			name:    "unknown kind of ours",
 			config:  "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookConfigurationGuardConfiguration\n",
-			wantErr: []string{"TestPlugin", "want admission.portcullis.io/v1alpha1, Kind=WebhookDispatchConfiguration"},
+			wantErr: []string{"want admission.portcullis.io/v1alpha1, Kind=WebhookDispatchConfiguration"},
 		},
 		{
 			name:    "bad values, each named",
@@ -127,7 +124,7 @@ func TestLoadConfiguration(t *testing.T) {
 			if !tc.nilReader {
 				r = strings.NewReader(tc.config)
 			}
-			cfg, err := LoadConfiguration("TestPlugin", tc.validating, r)
+			cfg, err := loadEntry(tc.validating, r)
 			if len(tc.wantErr) > 0 {
 				if err == nil {
 					t.Fatal("no error")
@@ -175,41 +172,12 @@ func equalPtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// TestMaxWaitValidation: maxWait is 0s to 30s, on a softened webhook only, each error naming
-// its field; a valid one reaches the configuration.
-func TestMaxWaitValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		modes   []admissionv1alpha1.EnforcementMode
-		wait    time.Duration
-		wantErr string
-	}{
-		{name: "0s on Audit", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeAudit}},
-		{name: "30s on Warn", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeWarn}, wait: 30 * time.Second},
-		{name: "negative", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeAudit}, wait: -time.Second,
-			wantErr: "enforcementModes[0].maxWait: Invalid value: \"-1s\": must be from 0s to 30s"},
-		{name: "above 30s", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeAudit}, wait: 31 * time.Second,
-			wantErr: "must be from 0s to 30s"},
-		{name: "on Deny", modes: []admissionv1alpha1.EnforcementMode{admissionv1alpha1.EnforcementModeDeny}, wait: time.Second,
-			wantErr: "enforcementModes[0].maxWait: Invalid value: \"1s\": only a webhook in Warn or Audit is waited for"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			settings := &admissionv1alpha1.WebhookDispatchSettings{EnforcementModes: []admissionv1alpha1.WebhookEnforcement{{
-				Configuration: "policy", Webhook: "require-owner.policy.example.com", Modes: tc.modes, MaxWait: &metav1.Duration{Duration: tc.wait},
-			}}}
-			cfg, errs := NewDispatch(settings, ValidatingPlugin, field.NewPath("validating"))
-			if tc.wantErr == "" {
-				if len(errs) > 0 {
-					t.Fatalf("want valid, got %v", errs)
-				}
-				if got := cfg.MaxWaits[HookKey{Configuration: "policy", Webhook: "require-owner.policy.example.com"}]; got != tc.wait {
-					t.Errorf("maxWait %v, want %v", got, tc.wait)
-				}
-				return
-			}
-			if !strings.Contains(errs.ToAggregate().Error(), tc.wantErr) {
-				t.Errorf("errors %v, want one containing %q", errs, tc.wantErr)
-			}
-		})
+// loadEntry reads a webhook plugin's own entry as the plugin's New does, with no Portcullis
+// entry.
+func loadEntry(validating bool, r io.Reader) (*Configuration, error) {
+	upstream, legacy, err := portcullisconfig.WebhookEntry(r, validating)
+	if err != nil {
+		return nil, err
 	}
+	return NewConfiguration(upstream, nil, legacy, validating), nil
 }

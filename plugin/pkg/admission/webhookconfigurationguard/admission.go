@@ -27,7 +27,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	admissionregistrationconv "k8s.io/kubernetes/pkg/apis/admissionregistration/v1"
 
-	guardv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // PluginName is the name of this admission controller.
@@ -48,7 +48,7 @@ func Register(plugins *admission.Plugins) {
 // Plugin checks webhook configurations when they are written.
 type Plugin struct {
 	*admission.Handler
-	modes     map[checkID]guardv1alpha1.GuardCheckMode
+	modes     map[checkID]portcullisapi.GuardCheckMode
 	threshold int32
 	budget    int32
 
@@ -64,10 +64,10 @@ var (
 )
 
 // New returns the plugin for a defaulted, validated configuration.
-func New(cfg *guardv1alpha1.WebhookConfigurationGuardConfiguration) *Plugin {
+func New(cfg *portcullisapi.WebhookConfigurationGuardConfiguration) *Plugin {
 	p := &Plugin{
 		Handler:   admission.NewHandler(admission.Create, admission.Update),
-		modes:     map[checkID]guardv1alpha1.GuardCheckMode{},
+		modes:     map[checkID]portcullisapi.GuardCheckMode{},
 		threshold: *cfg.TimeoutThresholdSeconds,
 		budget:    *cfg.RequestBudgetSeconds,
 	}
@@ -77,7 +77,7 @@ func New(cfg *guardv1alpha1.WebhookConfigurationGuardConfiguration) *Plugin {
 	return p
 }
 
-func (p *Plugin) on(c checkID) bool { return p.modes[c] != guardv1alpha1.GuardCheckModeOff }
+func (p *Plugin) on(c checkID) bool { return p.modes[c] != portcullisapi.GuardCheckModeOff }
 
 // SetExternalKubeInformerFactory receives the shared informers. Only the chain check reads
 // the stored configurations; with it off the plugin starts no informer and is ready at once.
@@ -128,7 +128,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 
 	var denied []string
 	for _, f := range findings {
-		if p.modes[f.check] == guardv1alpha1.GuardCheckModeDeny {
+		if p.modes[f.check] == portcullisapi.GuardCheckModeDeny {
 			denied = append(denied, f.String())
 		} else {
 			warning.AddWarning(ctx, "", f.String())

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	guardv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 type recorder struct{ warnings []string }
@@ -29,7 +29,7 @@ func (r *recorder) AddWarning(_, text string) { r.warnings = append(r.warnings, 
 
 func newPlugin(t testing.TB, cfg string, stored ...runtime.Object) *Plugin {
 	t.Helper()
-	var c *guardv1alpha1.WebhookConfigurationGuardConfiguration
+	var c *portcullisapi.WebhookConfigurationGuardConfiguration
 	var err error
 	if cfg == "" {
 		c, err = LoadConfiguration(nil)
@@ -276,7 +276,7 @@ func TestLoadConfiguration(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.Checks.Chain != guardv1alpha1.GuardCheckModeWarn || *cfg.TimeoutThresholdSeconds != 5 || *cfg.RequestBudgetSeconds != 34 {
+				if cfg.Checks.Chain != portcullisapi.GuardCheckModeWarn || *cfg.TimeoutThresholdSeconds != 5 || *cfg.RequestBudgetSeconds != 34 {
 					t.Errorf("defaults not applied: %+v", cfg)
 				}
 				return

@@ -3,7 +3,7 @@ package webhookconfigurationguard
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	guardv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // Finding is one finding of the guard over a cluster's webhook configurations.
@@ -19,7 +19,7 @@ type Finding struct {
 // CheckCluster runs the guard's checks, as configured, over every webhook configuration of a
 // cluster as though each had just been written: what `kube-apiserver preflight --webhooks`
 // reports before the swap. The chain is checked once over all of them.
-func CheckCluster(cfg *guardv1alpha1.WebhookConfigurationGuardConfiguration, mutating []admissionregistrationv1.MutatingWebhookConfiguration, validating []admissionregistrationv1.ValidatingWebhookConfiguration) []Finding {
+func CheckCluster(cfg *portcullisapi.WebhookConfigurationGuardConfiguration, mutating []admissionregistrationv1.MutatingWebhookConfiguration, validating []admissionregistrationv1.ValidatingWebhookConfiguration) []Finding {
 	p := New(cfg)
 	var all []*hook
 	for i := range mutating {
@@ -30,7 +30,7 @@ func CheckCluster(cfg *guardv1alpha1.WebhookConfigurationGuardConfiguration, mut
 	}
 	var out []Finding
 	for _, f := range p.check(all, all) {
-		out = append(out, Finding{Message: f.String(), Deny: p.modes[f.check] == guardv1alpha1.GuardCheckModeDeny})
+		out = append(out, Finding{Message: f.String(), Deny: p.modes[f.check] == portcullisapi.GuardCheckModeDeny})
 	}
 	return out
 }

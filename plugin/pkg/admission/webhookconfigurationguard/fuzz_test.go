@@ -20,11 +20,18 @@ import (
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	admissionregistrationconv "k8s.io/kubernetes/pkg/apis/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
+
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // Seeds are the tests' inputs; crashers Go finds are kept under testdata/fuzz/<target>.
 
-// FuzzLoadConfiguration loads the plugin's configuration from the admission config file.
+// apiMaxTimeoutSeconds is the API's own limit on a webhook's timeoutSeconds.
+const apiMaxTimeoutSeconds = 30
+
+// FuzzLoadConfiguration loads the plugin's configuration from the admission config file: an
+// error names the plugin; a configuration loaded holds (loadedConfigurationHolds), and the
+// plugin built from it has its modes and limits.
 func FuzzLoadConfiguration(f *testing.F) {
 	for _, seed := range []string{
 		"",
@@ -47,8 +54,8 @@ func FuzzLoadConfiguration(f *testing.F) {
 			}
 			return
 		}
-		if errs := Validate(cfg); len(errs) > 0 {
-			t.Fatalf("loaded, but invalid: %v", errs)
+		if err := loadedConfigurationHolds(cfg); err != nil {
+			t.Fatalf("loaded, yet %v", err)
 		}
 		p := New(cfg)
 		for _, m := range checkModes(&cfg.Checks) {
@@ -56,10 +63,31 @@ func FuzzLoadConfiguration(f *testing.F) {
 				t.Errorf("check %s: plugin mode %q, configured %q", m.check, p.modes[m.check], *m.mode)
 			}
 		}
-		if p.threshold < 1 || p.threshold > maxWebhookTimeoutSeconds || p.budget < 1 {
+		if p.threshold < 1 || p.threshold > apiMaxTimeoutSeconds || p.budget < 1 {
 			t.Errorf("accepted threshold %d, budget %d", p.threshold, p.budget)
 		}
 	})
+}
+
+// loadedConfigurationHolds checks, independently of pkg/apis/admission/validation, what
+// every loaded configuration must be for the plugin to work: each check Warn, Deny or Off,
+// the timeout threshold within the API's timeoutSeconds, and a budget of at least a second.
+func loadedConfigurationHolds(cfg *portcullisapi.WebhookConfigurationGuardConfiguration) error {
+	c := cfg.Checks
+	for _, mode := range []portcullisapi.GuardCheckMode{c.SystemNamespaces, c.ReviewResources, c.SelfIntercept, c.Timeout, c.CatchAll, c.Chain} {
+		if mode != "Warn" && mode != "Deny" && mode != "Off" {
+			return fmt.Errorf("a check's mode is %q: %+v", mode, c)
+		}
+	}
+	switch {
+	case cfg.TimeoutThresholdSeconds == nil || cfg.RequestBudgetSeconds == nil:
+		return fmt.Errorf("a setting is not defaulted: %+v", cfg)
+	case *cfg.TimeoutThresholdSeconds < 1 || *cfg.TimeoutThresholdSeconds > apiMaxTimeoutSeconds:
+		return fmt.Errorf("timeoutThresholdSeconds %d", *cfg.TimeoutThresholdSeconds)
+	case *cfg.RequestBudgetSeconds < 1:
+		return fmt.Errorf("requestBudgetSeconds %d", *cfg.RequestBudgetSeconds)
+	}
+	return nil
 }
 
 // fuzzCluster is FuzzValidate's input: the webhook configurations of a cluster, one of which
@@ -260,7 +288,7 @@ func checkChainAgainstBruteForce(t *testing.T, c fuzzCluster) {
 		hooks = append(hooks, validatingHooks(&c.Validating[i])...)
 	}
 	for _, h := range hooks {
-		if h.timeout < 1 || h.timeout > maxWebhookTimeoutSeconds {
+		if h.timeout < 1 || h.timeout > apiMaxTimeoutSeconds {
 			return
 		}
 		rules := make([]admissionregistrationv1.RuleWithOperations, len(h.rules))

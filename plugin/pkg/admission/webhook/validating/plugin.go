@@ -8,6 +8,7 @@ package validating
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"k8s.io/apiserver/pkg/admission"
@@ -18,6 +19,8 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
 
@@ -28,24 +31,24 @@ const PluginName = "ValidatingAdmissionWebhook"
 const stepType = "validating"
 
 // Register registers the plugin under upstream's name; the registry makes sure upstream's
-// own registration is not made beside it. dispatch returns the dispatch settings of the
-// admission config file's Portcullis entry when the plugin is built (nil: none).
-func Register(plugins *admission.Plugins, dispatch func() *webhook.Configuration) {
+// own registration is not made beside it. config returns the admission config file's
+// Portcullis entry, as portcullisconfig.Load read it, when the plugin is built (nil: none).
+func Register(plugins *admission.Plugins, config func() *portcullisapi.PortcullisConfiguration) {
 	plugins.Register(PluginName, func(configFile io.Reader) (admission.Interface, error) {
-		return New(configFile, dispatch())
+		return New(configFile, config())
 	})
 }
 
-// New builds the plugin from its own entry in the admission config file and the dispatch
-// settings of the Portcullis entry: upstream's own plugin (stock, byte for byte) unless
-// dispatch, or the entry in our WebhookDispatchConfiguration of earlier releases, turns a
-// setting of our dispatch on, and ours then.
-func New(configFile io.Reader, dispatch *webhook.Configuration) (admission.Interface, error) {
-	cfg, err := webhook.LoadConfiguration(PluginName, webhook.ValidatingPlugin, configFile)
+// New builds the plugin from its own entry in the admission config file and the Portcullis
+// entry: upstream's own plugin (stock, byte for byte) unless the entry's webhookDispatch, or
+// the plugin's entry in our WebhookDispatchConfiguration of earlier releases, turns a setting
+// of our dispatch on, and ours then.
+func New(configFile io.Reader, config *portcullisapi.PortcullisConfiguration) (admission.Interface, error) {
+	upstream, legacy, err := portcullisconfig.WebhookEntry(configFile, webhook.ValidatingPlugin)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", PluginName, err)
 	}
-	cfg = cfg.WithDispatch(dispatch)
+	cfg := webhook.NewConfiguration(upstream, config, legacy, webhook.ValidatingPlugin)
 	if !cfg.Ours() {
 		upstream, err := upstreamvalidating.NewValidatingAdmissionWebhook(cfg.Upstream)
 		if err != nil {

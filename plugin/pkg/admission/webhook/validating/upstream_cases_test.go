@@ -77,7 +77,7 @@ func runner(mode webhooktest.Mode) webhooktest.Runner {
 	return webhooktest.Runner{
 		Build: func(t *testing.T) admission.Interface {
 			t.Helper()
-			p, err := New(mode.Reader(), mode.Dispatch)
+			p, err := New(mode.Reader(), mode.Portcullis)
 			if err != nil {
 				t.Fatal(err)
 			}

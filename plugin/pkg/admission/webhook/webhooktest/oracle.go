@@ -29,10 +29,9 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/yaml"
 
-	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
-	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
+	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
 // Mode is one way of configuring a webhook plugin: its entry in the admission config file.
@@ -40,8 +39,8 @@ type Mode struct {
 	Name string
 	// Config is the plugin's entry ("": none).
 	Config string
-	// Dispatch are the Portcullis entry's dispatch settings for the plugin (nil: none).
-	Dispatch *webhook.Configuration
+	// Portcullis is the admission config file's Portcullis entry, loaded (nil: none).
+	Portcullis *portcullisapi.PortcullisConfiguration
 	// Ours says the mode runs our dispatch; otherwise the plugin is upstream's own.
 	Ours bool
 }
@@ -59,15 +58,11 @@ func (m Mode) Reader() io.Reader {
 // for the validating plugin, the only one that takes it).
 func Modes(t testing.TB, validating bool) []Mode {
 	t.Helper()
-	failureThreshold := int32(1000)
-	dispatch, errs := webhook.NewDispatch(&admissionv1alpha1.WebhookDispatchSettings{
-		CircuitBreaker: &admissionv1alpha1.WebhookCircuitBreaker{FailureThreshold: &failureThreshold},
-		TimeBudget:     &admissionv1alpha1.WebhookTimeBudget{DeadlineMargin: &metav1.Duration{Duration: 100 * time.Millisecond}},
-		EarlyExit:      validating,
-	}, validating, nil)
-	if len(errs) > 0 {
-		panic(errs.ToAggregate())
+	settings := "circuitBreaker: {failureThreshold: 1000}\ntimeBudget: {deadlineMargin: 100ms}\n"
+	if validating {
+		settings += "earlyExit: true\n"
 	}
+	portcullis := LoadPortcullisEntry(t, settings, validating)
 	// Upstream's entry names a webhook kubeconfig (1.35's upstream requires one).
 	kubeconfig := filepath.Join(t.TempDir(), "webhooks.kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
@@ -77,7 +72,7 @@ func Modes(t testing.TB, validating bool) []Mode {
 	return []Mode{
 		{Name: "no settings", Config: ""},
 		{Name: "upstream's kind", Config: upstreamKind},
-		{Name: "our dispatch", Config: upstreamKind, Dispatch: dispatch, Ours: true},
+		{Name: "our dispatch", Config: upstreamKind, Portcullis: portcullis, Ours: true},
 	}
 }
 
@@ -325,18 +320,35 @@ func (r Runner) Request(t *testing.T, p admission.Interface) (admission.Attribut
 }
 
 // Ours is a mode of our dispatch with the settings of config: YAML fields of the Portcullis
-// entry's webhookDispatch.mutating or .validating (circuitBreaker, timeBudget, earlyExit).
+// entry's webhookDispatch.mutating or .validating (circuitBreaker, timeBudget, earlyExit, …).
 func Ours(t testing.TB, config string, validating bool) Mode {
 	t.Helper()
-	var settings admissionv1alpha1.WebhookDispatchSettings
-	if err := yaml.UnmarshalStrict([]byte(config), &settings); err != nil {
+	return Mode{Name: "our dispatch", Portcullis: LoadPortcullisEntry(t, config, validating), Ours: true}
+}
+
+// LoadPortcullisEntry loads, as the command does (portcullisconfig.Load), an admission config
+// file whose Portcullis entry sets settings (YAML) as one webhook plugin's dispatch.
+func LoadPortcullisEntry(t testing.TB, settings string, validating bool) *portcullisapi.PortcullisConfiguration {
+	t.Helper()
+	plugin := "mutating"
+	if validating {
+		plugin = "validating"
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: " + portcullisconfig.EntryName +
+		"\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: PortcullisConfiguration\n    webhookDispatch:\n      " + plugin + ":\n")
+	for _, line := range strings.Split(strings.TrimRight(settings, "\n"), "\n") {
+		b.WriteString("        " + line + "\n")
+	}
+	file := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dispatch, errs := webhook.NewDispatch(&settings, validating, nil)
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
+	loaded, err := portcullisconfig.Load(file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return Mode{Name: "our dispatch", Dispatch: dispatch, Ours: true}
+	return &loaded.PortcullisConfiguration
 }
 
 // RunCachedClientCases runs upstream's NewCachedClientTestcases: one plugin for every case,

@@ -1,6 +1,6 @@
 //go:build !kube1.35
 
-package webhook
+package validation
 
 // staticManifestsSince is empty: this build's Kubernetes serves static webhook manifests.
 const staticManifestsSince = ""

@@ -1,6 +1,6 @@
 //go:build kube1.35
 
-package webhook
+package validation
 
 // staticManifestsSince is the Kubernetes minor that brought static webhook manifests
 // (staticManifestsDir): later than this build's.

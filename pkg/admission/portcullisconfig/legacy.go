@@ -1,0 +1,161 @@
+package portcullisconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	upstreammutating "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	upstreamvalidating "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission/validation"
+)
+
+// The forms of earlier releases, converted here into the Portcullis entry and nowhere else:
+//   - the EnforcementModes entry (EnforcementConfiguration), now the Portcullis entry's
+//     enforcementModes;
+//   - WebhookDispatchConfiguration in MutatingAdmissionWebhook's or ValidatingAdmissionWebhook's
+//     own entry, now the Portcullis entry's webhookDispatch beside upstream's
+//     WebhookAdmissionConfiguration (a stock server refuses our kind there: it blocks rollback).
+//
+// LegacyLastMinor is the last Kubernetes minor whose releases read them: the first release
+// built on the next minor refuses them (docs/registry.md says so; a test holds it to this).
+const LegacyLastMinor = "1.37"
+
+// legacyEnforcementEntryName is the entry that held the EnforcementConfiguration before the
+// Portcullis entry.
+const legacyEnforcementEntryName = "EnforcementModes"
+
+// webhookEntries are upstream's webhook plugins, whose entries held our dispatch kind in
+// earlier releases; the value says whether the plugin is the validating one.
+var webhookEntries = map[string]bool{
+	upstreammutating.PluginName:   false,
+	upstreamvalidating.PluginName: true,
+}
+
+// readUntil ends every deprecation message: when the form stops being read.
+var readUntil = fmt.Sprintf("releases built on Kubernetes %s and earlier read it; the first built on a later minor refuses it", LegacyLastMinor)
+
+// convertLegacy reads the forms of earlier releases in admissionConfig (seen: each entry's
+// index by name) into c, refusing a setting the Portcullis entry also makes.
+func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi.AdmissionConfiguration, seen map[string]int) error {
+	if i, ok := seen[legacyEnforcementEntryName]; ok {
+		at := newEntryAt(file, i, admissionConfig.Plugins[i])
+		data, err := at.read()
+		if err != nil {
+			return err
+		}
+		legacy, err := decode[*admission.EnforcementConfiguration](data, "EnforcementConfiguration")
+		if err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		if errs := validation.ValidateEnforcementConfiguration(legacy, at.path); len(errs) > 0 {
+			return fmt.Errorf("%s: %w", at, errs.ToAggregate())
+		}
+		if len(c.EnforcementModes) > 0 {
+			return fmt.Errorf("%s: enforcement modes are also set by %s; keep them there only", at, c.EnforcementSource)
+		}
+		c.EnforcementModes, c.EnforcementSource = legacy.Plugins, at.String()
+		c.Deprecations = append(c.Deprecations, Deprecation{Message: fmt.Sprintf(
+			"%s: the %s entry is replaced by the %s entry's enforcementModes (kind PortcullisConfiguration); %s",
+			at, legacyEnforcementEntryName, EntryName, readUntil)})
+	}
+	for i, entry := range admissionConfig.Plugins {
+		validating, ok := webhookEntries[entry.Name]
+		if !ok {
+			continue
+		}
+		at := newEntryAt(file, i, entry)
+		data, err := at.read()
+		if err != nil || !IsDispatchKind(data) {
+			// Upstream's own entry: upstream's plugin reads it and reports its errors.
+			continue
+		}
+		_, settings, err := legacyDispatch(data, validating)
+		if err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		field := "mutating"
+		if validating {
+			field = "validating"
+		}
+		if c.Dispatch(validating) != nil {
+			return fmt.Errorf("%s: %s's dispatch is also set by %s: webhookDispatch.%s; keep it there only, and this entry in upstream's WebhookAdmissionConfiguration", at, entry.Name, c.Entry, field)
+		}
+		if settings != nil {
+			if c.WebhookDispatch == nil {
+				c.WebhookDispatch = &admission.WebhookDispatch{}
+			}
+			if validating {
+				c.WebhookDispatch.Validating = settings
+			} else {
+				c.WebhookDispatch.Mutating = settings
+			}
+		}
+		c.Deprecations = append(c.Deprecations, Deprecation{BlocksRollback: true, Message: fmt.Sprintf(
+			"%s: WebhookDispatchConfiguration in %s's entry stops a stock kube-apiserver from starting (it reads this entry itself, in upstream's kind): "+
+				"move circuitBreaker, timeBudget and earlyExit to the %s entry's webhookDispatch.%s, and give this entry upstream's WebhookAdmissionConfiguration "+
+				"(apiserver.config.k8s.io/v1) with the same kubeConfigFile and staticManifestsDir; %s",
+			at, entry.Name, EntryName, field, readUntil)})
+	}
+	return nil
+}
+
+// IsDispatchKind says whether a webhook plugin's entry configuration is in a kind of ours
+// (admission.portcullis.io) rather than upstream's.
+func IsDispatchKind(data []byte) bool {
+	var typeMeta metav1.TypeMeta
+	return yaml.Unmarshal(data, &typeMeta) == nil && typeMeta.GroupVersionKind().Group == admission.GroupName
+}
+
+// WebhookEntry reads a webhook plugin's own entry of the admission config file (r, as
+// upstream hands it to the plugin's factory; nil for none) for upstream's constructor. An
+// entry in upstream's kind is returned unchanged. One in WebhookDispatchConfiguration, the form
+// of earlier releases, is converted: its kubeConfigFile and staticManifestsDir in upstream's
+// kind, and its dispatch settings (nil when it sets none), which Load has also put in the
+// Portcullis entry's webhookDispatch.
+func WebhookEntry(r io.Reader, validating bool) (upstream io.Reader, legacy *admission.WebhookDispatchSettings, err error) {
+	if r == nil {
+		return nil, nil, nil
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	if !IsDispatchKind(data) {
+		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
+		return bytes.NewReader(data), nil, nil
+	}
+	return legacyDispatch(data, validating)
+}
+
+// legacyDispatch converts a WebhookDispatchConfiguration: upstream's entry, and the dispatch
+// settings it sets (nil for none).
+func legacyDispatch(data []byte, validating bool) (io.Reader, *admission.WebhookDispatchSettings, error) {
+	cfg, err := decode[*admission.WebhookDispatchConfiguration](data, "WebhookDispatchConfiguration")
+	if err != nil {
+		return nil, nil, fmt.Errorf("decoding configuration: %w", err)
+	}
+	if errs := validation.ValidateWebhookDispatchConfiguration(cfg, validating, nil); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
+	}
+	upstream, err := json.Marshal(map[string]string{
+		"apiVersion":         "apiserver.config.k8s.io/v1",
+		"kind":               "WebhookAdmissionConfiguration",
+		"kubeConfigFile":     cfg.KubeConfigFile,
+		"staticManifestsDir": cfg.StaticManifestsDir,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var settings *admission.WebhookDispatchSettings
+	if cfg.CircuitBreaker != nil || cfg.TimeBudget != nil || cfg.EarlyExit {
+		settings = &admission.WebhookDispatchSettings{CircuitBreaker: cfg.CircuitBreaker, TimeBudget: cfg.TimeBudget, EarlyExit: cfg.EarlyExit}
+	}
+	return bytes.NewReader(upstream), settings, nil
+}
