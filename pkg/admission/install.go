@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -49,12 +50,14 @@ func (s *Settings) Set(config *portcullisconfig.Configuration) { s.config = conf
 // Config returns what Set gave (nil before).
 func (s *Settings) Config() *portcullisconfig.Configuration { return s.config }
 
-// portcullisEntry is the Portcullis entry as the plugins read it (nil: none).
-func (s *Settings) portcullisEntry() *portcullisapi.PortcullisConfiguration {
+// webhookEntries are what a webhook plugin is built from: the entry upstream's constructor
+// reads (its own, converted by Load from the form of earlier releases) and the Portcullis
+// entry (nil: none).
+func (s *Settings) webhookEntries(validating bool, configFile io.Reader) (io.Reader, *portcullisapi.PortcullisConfiguration) {
 	if s.config == nil {
-		return nil
+		return configFile, nil
 	}
-	return &s.config.PortcullisConfiguration
+	return s.config.UpstreamWebhookEntry(validating, configFile), &s.config.PortcullisConfiguration
 }
 
 // replace swaps opts' plugin registry for one where each replacement of ours is registered
@@ -73,7 +76,10 @@ func replace(opts *genericoptions.AdmissionOptions, replacements []Replacement, 
 		if slices.Contains(plugins.Registered(), r.Name) {
 			return fmt.Errorf("admission plugin %q is registered by upstream's functions this registry calls; it cannot be replaced", r.Name)
 		}
-		r.Register(plugins, settings.portcullisEntry)
+		validating := r.Phase.Validates()
+		r.Register(plugins, func(configFile io.Reader) (io.Reader, *portcullisapi.PortcullisConfiguration) {
+			return settings.webhookEntries(validating, configFile)
+		})
 	}
 	if got := sets.New(plugins.Registered()...); !got.Equal(stock) {
 		return fmt.Errorf("replacing upstream's admission plugins changed the registered set: missing %v, extra %v",

@@ -354,6 +354,25 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	upstreamKind := "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: " + kubeconfig + "\n"
+	// The form of earlier releases, in both webhook plugins' entries, read as the command reads
+	// it (portcullisconfig.Load converts it; the registry hands the plugin the result).
+	legacyNone := "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\n"
+	legacySet := legacyNone + "circuitBreaker: {}\ntimeBudget: {}\n"
+	loadLegacy := func(entry string) *portcullisconfig.Configuration {
+		file := filepath.Join(t.TempDir(), "admission.yaml")
+		content := "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"
+		for _, r := range Replacements() {
+			content += "- name: " + r.Name + "\n  configuration:\n" + indent(entry, "    ")
+		}
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := portcullisconfig.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loaded
+	}
 	configs := []struct {
 		name, config string
 		portcullis   *portcullisconfig.Configuration
@@ -367,8 +386,8 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 		// The trace alone asks nothing of our dispatch: exactly stock unless asked.
 		{"the admission trace alone", upstreamKind, traceAlone, false},
 		{"a dispatch traced and nothing else", upstreamKind, traced, false},
-		{"earlier releases' kind, no settings", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\n", nil, false},
-		{"earlier releases' kind, breakers and budget", "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: " + kubeconfig + "\ncircuitBreaker: {}\ntimeBudget: {}\n", nil, true},
+		{"earlier releases' kind, no settings", legacyNone, loadLegacy(legacyNone), false},
+		{"earlier releases' kind, breakers and budget", legacySet, loadLegacy(legacySet), true},
 	}
 	for _, r := range Replacements() {
 		if !slices.Contains(stock.RecommendedPluginOrder, r.Name) || stock.DefaultOffPlugins.Has(r.Name) {
@@ -408,7 +427,7 @@ func TestReplacementsTakeUpstreamNames(t *testing.T) {
 
 func TestReplaceRefusesWhatIsNotUpstreams(t *testing.T) {
 	opts := kubeoptions.NewAdmissionOptions().GenericAdmission
-	noop := func(*genericadmission.Plugins, func() *portcullisapi.PortcullisConfiguration) {}
+	noop := func(*genericadmission.Plugins, func(io.Reader) (io.Reader, *portcullisapi.PortcullisConfiguration)) {}
 	err := replace(opts, []Replacement{{Name: "NoSuchPlugin", Register: noop}}, &Settings{})
 	if err == nil || !strings.Contains(err.Error(), "NoSuchPlugin") {
 		t.Fatalf("replacing a plugin upstream does not have: %v, want an error naming it", err)

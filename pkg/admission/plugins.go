@@ -173,9 +173,9 @@ type Replacement struct {
 	// Name is the upstream plugin's name, which ours registers under.
 	Name  string
 	Phase Phase
-	// Register registers our plugin under Name; dispatch gives the Portcullis entry's
-	// settings for it when the plugin is built.
-	Register func(plugins *genericadmission.Plugins, config func() *portcullisapi.PortcullisConfiguration)
+	// Register registers our plugin under Name; entry gives it, when it is built, the entry
+	// upstream's constructor reads and the Portcullis entry.
+	Register func(plugins *genericadmission.Plugins, entry func(configFile io.Reader) (io.Reader, *portcullisapi.PortcullisConfiguration))
 }
 
 // Phase says which admission phases a plugin takes part in.

@@ -37,32 +37,10 @@
 //
 // # Refused plugins
 //
-// These are refused at start, with the reason in the error:
-//
-//   - PodSecurity, ValidatingAdmissionPolicy: they have enforce/warn/audit (validationActions)
-//     of their own; use those.
-//   - ValidatingAdmissionWebhook, MutatingAdmissionWebhook: each webhook has its own
-//     failurePolicy and can return warnings itself, and a webhook's denial may be what
-//     protects the server (or another component) from harm; per webhook, not per plugin.
-//   - MutatingAdmissionPolicy: mutating only; a policy's own match conditions and failure
-//     policy decide.
-//   - NamespaceLifecycle: keeps objects out of namespaces being deleted and protects the
-//     system namespaces from deletion; without it the namespace controller never finishes.
-//   - NamespaceExists: keeps objects out of namespaces that do not exist, which nothing
-//     would ever delete.
-//   - NodeRestriction: limits each kubelet to its own Node and pods; the node isolation
-//     boundary.
-//   - ServiceAccount: its validating phase keeps pods from using service accounts that do
-//     not exist and mirror pods from reaching tokens, secrets and config maps; a credential
-//     boundary.
-//   - OwnerReferencesPermissionEnforcement: stops a user who may not delete an object from
-//     blocking its deletion through ownerReferences; an authorization check.
-//   - CertificateApproval, CertificateSigning, CertificateSubjectRestriction,
-//     ClusterTrustBundleAttest: authorization checks on approving and signing certificates
-//     (system:masters among them); admitting would be privilege escalation.
-//   - Priority: reserves the system- priority classes and the values above one billion for
-//     the cluster's own components; admitting would let a workload preempt the control plane.
-//   - EventRateLimit: its denial protects the API server and etcd from event floods.
-//   - ResourceQuota: charges usage as it admits; a request admitted over quota would leave
-//     the cluster's capacity and the quota's accounting unprotected.
+// Some plugins' modes cannot be changed: they have modes of their own (PodSecurity,
+// ValidatingAdmissionPolicy), they are per-webhook or mutating (the webhook and mutating
+// policy plugins), or their denial is a boundary (namespaces, nodes, service accounts,
+// certificates, priorities, event floods, quota). The list, with the reason each is refused,
+// is validation's (pkg/apis/admission/validation/refused.go): a file naming one is refused at
+// start with its reason, and docs/enforcement-modes.md lists them.
 package enforcement

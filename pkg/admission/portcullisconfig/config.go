@@ -30,6 +30,7 @@ import (
 	admissioninstall "github.com/portcullis-k8s/portcullis/pkg/apis/admission/install"
 	admissionv1alpha1 "github.com/portcullis-k8s/portcullis/pkg/apis/admission/v1alpha1"
 	"github.com/portcullis-k8s/portcullis/pkg/apis/admission/validation"
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 // EntryName is the name of the admission config file's entry that holds the
@@ -72,6 +73,10 @@ type Configuration struct {
 	// NewerFields are the fields the Portcullis entry sets that a release after the first
 	// added.
 	NewerFields []NewerField
+
+	// upstreamWebhookEntries are the webhook plugins' own entries converted from
+	// WebhookDispatchConfiguration, by plugin (validating or not): UpstreamWebhookEntry.
+	upstreamWebhookEntries map[bool][]byte
 }
 
 // Deprecation is a form of an earlier release, still read for this release.
@@ -100,6 +105,11 @@ func (c *Configuration) Serves(gv schema.GroupVersion) bool {
 // without them — a stock file, a legacy unversioned file — gives stock's zero Configuration.
 // Errors name the file, the entry and the field.
 func Load(file string) (*Configuration, error) {
+	return load(file, kubecompat.Minor)
+}
+
+// load is Load as a build on the Kubernetes minor would read the file.
+func load(file, minor string) (*Configuration, error) {
 	c := &Configuration{File: file}
 	if file == "" {
 		return c, nil
@@ -121,15 +131,18 @@ func Load(file string) (*Configuration, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: unexpected kind %T", file, decoded)
 	}
-	seen := map[string]int{}
+	first := map[string]int{}
 	for i, entry := range admissionConfig.Plugins {
-		if at, ok := seen[entry.Name]; ok && (entry.Name == EntryName || entry.Name == legacyEnforcementEntryName) {
+		at, ok := first[entry.Name]
+		switch {
+		case ok && (entry.Name == EntryName || entry.Name == legacyEnforcementEntryName):
 			return nil, fmt.Errorf("%s: plugins[%d]: the entry %s is listed twice (also plugins[%d])", file, i, entry.Name, at)
+		case !ok:
+			first[entry.Name] = i
 		}
-		seen[entry.Name] = i
 	}
 
-	if i, ok := seen[EntryName]; ok {
+	if i, ok := first[EntryName]; ok {
 		at := newEntryAt(file, i, admissionConfig.Plugins[i])
 		data, err := at.read()
 		if err != nil {
@@ -146,7 +159,7 @@ func Load(file string) (*Configuration, error) {
 		c.Entry, c.EnforcementSource = at.String(), fmt.Sprintf("%s: enforcementModes", at)
 		c.NewerFields = NewerFieldsSet(config)
 	}
-	if err := c.convertLegacy(file, admissionConfig, seen); err != nil {
+	if err := c.convertLegacy(file, admissionConfig, first, minor); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -159,6 +172,10 @@ func decode[T runtime.Object](data []byte, kind string) (T, error) {
 	obj, gvk, err := codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
 		return zero, err
+	}
+	if gvk.Version == runtime.APIVersionInternal {
+		// The scheme knows the internal kinds, which no file may be written in.
+		return zero, fmt.Errorf("apiVersion %s: want %s", gvk.GroupVersion(), versioned)
 	}
 	out, ok := obj.(T)
 	if !ok {

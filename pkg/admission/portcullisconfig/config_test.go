@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -162,7 +163,8 @@ admissionTrace: {onRequest: true}
 			}
 			// Which fields are newer is TestNewerFieldsSet's.
 			got.Deprecations, got.EnforcementSource, got.NewerFields, got.Entry = nil, "", nil, ""
-			if diff := cmp.Diff(&tc.want, got); diff != "" {
+			// The converted webhook entries are TestUpstreamWebhookEntry's.
+			if diff := cmp.Diff(&tc.want, got, cmpopts.IgnoreUnexported(Configuration{})); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)
 			}
 		})
@@ -229,6 +231,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "API twice", file: withEntry("servedAPIs: [policy/v1beta1, policy/v1beta1]"), want: []string{"configuration.servedAPIs[1]: Duplicate value"}},
 		{name: "another kind", file: header + "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n",
 			want: []string{"plugins[0] (Portcullis)", "want admission.portcullis.io/v1alpha1, Kind=PortcullisConfiguration"}},
+		{name: "the internal version", file: header + "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/__internal\n    kind: PortcullisConfiguration\n    ServedAPIs: [policy/v1beta1]\n",
+			want: []string{"plugins[0] (Portcullis)", "apiVersion admission.portcullis.io/__internal: want admission.portcullis.io/v1alpha1"}},
 		{name: "entry twice", file: withEntry("") + "- name: Portcullis\n  configuration: {}\n", want: []string{"plugins[2]: the entry Portcullis is listed twice (also plugins[1])"}},
 		{name: "entry without configuration", file: header + "- name: Portcullis\n", want: []string{"plugins[0] (Portcullis): neither configuration nor path is set"}},
 		{name: "entry's file missing", file: header + "- name: Portcullis\n  path: missing.yaml\n", want: []string{"plugins[0] (Portcullis): path ", "missing.yaml: open"}},

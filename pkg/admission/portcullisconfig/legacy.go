@@ -7,6 +7,7 @@ import (
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	upstreammutating "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	upstreamvalidating "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
@@ -41,11 +42,27 @@ var webhookEntries = map[string]bool{
 // readUntil ends every deprecation message: when the form stops being read.
 var readUntil = fmt.Sprintf("releases built on Kubernetes %s and earlier read it; the first built on a later minor refuses it", LegacyLastMinor)
 
-// convertLegacy reads the forms of earlier releases in admissionConfig (seen: each entry's
-// index by name) into c, refusing a setting the Portcullis entry also makes.
-func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi.AdmissionConfiguration, seen map[string]int) error {
-	if i, ok := seen[legacyEnforcementEntryName]; ok {
+// legacyRead says whether a build on minor reads the forms of earlier releases: one on a
+// later minor than LegacyLastMinor refuses them, naming the replacement.
+func legacyRead(minor string) bool {
+	v, err := version.ParseGeneric(minor)
+	return err == nil && !v.GreaterThan(version.MustParseGeneric(LegacyLastMinor))
+}
+
+// notReadAnyMore is the error for a form of earlier releases in a build that reads it no more.
+func notReadAnyMore(at entryAt, form, replacement string) error {
+	return fmt.Errorf("%s: %s is no longer read (releases built on Kubernetes %s and earlier read it): %s", at, form, LegacyLastMinor, replacement)
+}
+
+// convertLegacy reads the forms of earlier releases in admissionConfig (first: the index of
+// each name's first entry, the one upstream hands its plugin) into c, refusing a setting the
+// Portcullis entry also makes.
+func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi.AdmissionConfiguration, first map[string]int, minor string) error {
+	if i, ok := first[legacyEnforcementEntryName]; ok {
 		at := newEntryAt(file, i, admissionConfig.Plugins[i])
+		if !legacyRead(minor) {
+			return notReadAnyMore(at, "the "+legacyEnforcementEntryName+" entry", "move its plugins to the "+EntryName+" entry's enforcementModes (kind PortcullisConfiguration)")
+		}
 		data, err := at.read()
 		if err != nil {
 			return err
@@ -67,7 +84,8 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 	}
 	for i, entry := range admissionConfig.Plugins {
 		validating, ok := webhookEntries[entry.Name]
-		if !ok {
+		if !ok || first[entry.Name] != i {
+			// Upstream hands its plugin the first entry of its name, and reads no other.
 			continue
 		}
 		at := newEntryAt(file, i, entry)
@@ -76,7 +94,11 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 			// Upstream's own entry: upstream's plugin reads it and reports its errors.
 			continue
 		}
-		_, settings, err := legacyDispatch(data, validating)
+		if !legacyRead(minor) {
+			return notReadAnyMore(at, "WebhookDispatchConfiguration in "+entry.Name+"'s entry",
+				"move circuitBreaker, timeBudget and earlyExit to the "+EntryName+" entry's webhookDispatch, and give this entry upstream's WebhookAdmissionConfiguration")
+		}
+		upstream, settings, err := legacyDispatch(data, validating)
 		if err != nil {
 			return fmt.Errorf("%s: %w", at, err)
 		}
@@ -87,6 +109,10 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 		if c.Dispatch(validating) != nil {
 			return fmt.Errorf("%s: %s's dispatch is also set by %s: webhookDispatch.%s; keep it there only, and this entry in upstream's WebhookAdmissionConfiguration", at, entry.Name, c.Entry, field)
 		}
+		if c.upstreamWebhookEntries == nil {
+			c.upstreamWebhookEntries = map[bool][]byte{}
+		}
+		c.upstreamWebhookEntries[validating] = upstream
 		if settings != nil {
 			if c.WebhookDispatch == nil {
 				c.WebhookDispatch = &admission.WebhookDispatch{}
@@ -113,30 +139,36 @@ func IsDispatchKind(data []byte) bool {
 	return yaml.Unmarshal(data, &typeMeta) == nil && typeMeta.GroupVersionKind().Group == admission.GroupName
 }
 
-// WebhookEntry reads a webhook plugin's own entry of the admission config file (r, as
-// upstream hands it to the plugin's factory; nil for none) for upstream's constructor. An
-// entry in upstream's kind is returned unchanged. One in WebhookDispatchConfiguration, the form
-// of earlier releases, is converted: its kubeConfigFile and staticManifestsDir in upstream's
-// kind, and its dispatch settings (nil when it sets none), which Load has also put in the
-// Portcullis entry's webhookDispatch.
-func WebhookEntry(r io.Reader, validating bool) (upstream io.Reader, legacy *admission.WebhookDispatchSettings, err error) {
-	if r == nil {
-		return nil, nil, nil
+// UpstreamWebhookEntry is the entry upstream's constructor of a webhook plugin reads: the
+// plugin's own entry r (as upstream hands it to the plugin's factory; nil for none), or, when
+// Load converted that entry from WebhookDispatchConfiguration, the converted one in upstream's
+// kind (its kubeConfigFile and staticManifestsDir; its dispatch settings are in
+// webhookDispatch).
+func (c *Configuration) UpstreamWebhookEntry(validating bool, r io.Reader) io.Reader {
+	if c == nil {
+		return r
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading configuration: %w", err)
+	if converted, ok := c.upstreamWebhookEntries[validating]; ok {
+		return bytes.NewReader(converted)
 	}
+	return r
+}
+
+// WebhookEntry reads a webhook plugin's own entry (data) on its own, as preflight does: an
+// entry in upstream's kind is returned unchanged; one in WebhookDispatchConfiguration, the form
+// of earlier releases, is converted, into upstream's entry and its dispatch settings (nil when
+// it sets none).
+func WebhookEntry(data []byte, validating bool) (upstream []byte, legacy *admission.WebhookDispatchSettings, err error) {
 	if !IsDispatchKind(data) {
 		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
-		return bytes.NewReader(data), nil, nil
+		return data, nil, nil
 	}
 	return legacyDispatch(data, validating)
 }
 
 // legacyDispatch converts a WebhookDispatchConfiguration: upstream's entry, and the dispatch
 // settings it sets (nil for none).
-func legacyDispatch(data []byte, validating bool) (io.Reader, *admission.WebhookDispatchSettings, error) {
+func legacyDispatch(data []byte, validating bool) ([]byte, *admission.WebhookDispatchSettings, error) {
 	cfg, err := decode[*admission.WebhookDispatchConfiguration](data, "WebhookDispatchConfiguration")
 	if err != nil {
 		return nil, nil, fmt.Errorf("decoding configuration: %w", err)
@@ -157,5 +189,5 @@ func legacyDispatch(data []byte, validating bool) (io.Reader, *admission.Webhook
 	if cfg.CircuitBreaker != nil || cfg.TimeBudget != nil || cfg.EarlyExit {
 		settings = &admission.WebhookDispatchSettings{CircuitBreaker: cfg.CircuitBreaker, TimeBudget: cfg.TimeBudget, EarlyExit: cfg.EarlyExit}
 	}
-	return bytes.NewReader(upstream), settings, nil
+	return upstream, settings, nil
 }

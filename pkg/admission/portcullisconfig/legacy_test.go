@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/portcullis-k8s/portcullis/pkg/kubecompat"
 )
 
 // TestDocsSayWhenLegacyFormsStopBeingRead holds the pages that describe the forms of earlier
@@ -63,4 +65,33 @@ func loadDeprecations(t *testing.T) []Deprecation {
 		t.Fatalf("deprecations %+v, want one a form", c.Deprecations)
 	}
 	return c.Deprecations
+}
+
+// TestLegacyFormsAreRefusedAfterTheirLastMinor: a build on a later minor than LegacyLastMinor
+// refuses each form, naming the entry and the replacement; this build reads them while it is
+// on LegacyLastMinor or before.
+func TestLegacyFormsAreRefusedAfterTheirLastMinor(t *testing.T) {
+	if !legacyRead(kubecompat.Minor) {
+		t.Fatalf("this build (Kubernetes %s) is past LegacyLastMinor %s: delete the forms of earlier releases (legacy.go, their kinds and their docs)", kubecompat.Minor, LegacyLastMinor)
+	}
+	major, minor, _ := strings.Cut(LegacyLastMinor, ".")
+	n, _ := strconv.Atoi(minor)
+	next := fmt.Sprintf("%s.%d", major, n+1)
+	for _, tc := range []struct{ name, entry, want string }{
+		{"EnforcementModes entry", "- name: EnforcementModes\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n    plugins: []\n",
+			"plugins[0] (EnforcementModes): the EnforcementModes entry is no longer read"},
+		{"dispatch kind", "- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n",
+			"plugins[0] (ValidatingAdmissionWebhook): WebhookDispatchConfiguration in ValidatingAdmissionWebhook's entry is no longer read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, t.TempDir(), "admission.yaml", header+tc.entry)
+			if _, err := load(file, LegacyLastMinor); err != nil {
+				t.Fatalf("a build on %s: %v", LegacyLastMinor, err)
+			}
+			_, err := load(file, next)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), file) {
+				t.Errorf("a build on %s: %v, want an error naming the file and %q", next, err, tc.want)
+			}
+		})
+	}
 }

@@ -27,7 +27,7 @@ func (c *Configuration) LogValues() []any {
 		"mutatingWebhookDispatch", c.describeDispatch(false),
 		"validatingWebhookDispatch", c.describeDispatch(true),
 		"enforcementModes", modes,
-		"servedAPIs", slices.Clone(c.ServedAPIs),
+		"servedAPIs", append([]string{}, c.ServedAPIs...),
 		"admissionTrace", c.traceValue(),
 	}
 }

@@ -46,3 +46,37 @@ func (s *WebhookDispatchSettings) Ours() bool {
 	}
 	return s.CircuitBreaker != nil || s.TimeBudget != nil || s.EarlyExit || s.IdempotencyProbe != nil
 }
+
+// PersistentVolumeLabelSources are the volume sources a PersistentVolumeLabel rule may name,
+// sorted: validation accepts these, and the plugin knows where each keeps its identifier.
+func PersistentVolumeLabelSources() []PersistentVolumeLabelSource {
+	return []PersistentVolumeLabelSource{
+		PersistentVolumeLabelSourceAWSElasticBlockStore,
+		PersistentVolumeLabelSourceAzureDisk,
+		PersistentVolumeLabelSourceCSI,
+		PersistentVolumeLabelSourceCinder,
+		PersistentVolumeLabelSourceGCEPersistentDisk,
+		PersistentVolumeLabelSourceVsphereVolume,
+	}
+}
+
+// GuardCheckField is one check of GuardChecks: its field's name and its mode.
+//
+// +k8s:deepcopy-gen=false
+type GuardCheckField struct {
+	Name string
+	Mode *GuardCheckMode
+}
+
+// Fields lists every check, in the order the WebhookConfigurationGuard plugin reports
+// findings: validation, the plugin and its messages read this one list.
+func (c *GuardChecks) Fields() []GuardCheckField {
+	return []GuardCheckField{
+		{"systemNamespaces", &c.SystemNamespaces},
+		{"reviewResources", &c.ReviewResources},
+		{"selfIntercept", &c.SelfIntercept},
+		{"timeout", &c.Timeout},
+		{"catchAll", &c.CatchAll},
+		{"chain", &c.Chain},
+	}
+}

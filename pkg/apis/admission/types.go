@@ -31,8 +31,8 @@ type PortcullisConfiguration struct {
 	ServedAPIs []string
 
 	// AdmissionTrace records what each admission step did to a request (docs/troubleshooting.md).
-	// Setting it puts both webhook plugins on Portcullis's dispatch, so that each webhook is a
-	// step of its own.
+	// A webhook plugin on Portcullis's dispatch records each webhook as a step of its own;
+	// upstream's plugin is one step. The trace alone puts no plugin on Portcullis's dispatch.
 	AdmissionTrace *AdmissionTrace
 }
 
@@ -66,7 +66,7 @@ type WebhookDispatch struct {
 
 // WebhookDispatchSettings are one webhook plugin's dispatch settings. With none of
 // circuitBreaker, timeBudget, earlyExit, enforcementModes other than Deny and
-// idempotencyProbe set (and no admissionTrace), the plugin is upstream's own.
+// idempotencyProbe set, the plugin is upstream's own, whatever admissionTrace says.
 type WebhookDispatchSettings struct {
 	// CircuitBreaker, when set, keeps a breaker per webhook (see WebhookCircuitBreaker).
 	CircuitBreaker *WebhookCircuitBreaker

@@ -417,11 +417,11 @@ func admissionConfigFiles(file string, enabled []string) []admissionNamedFile {
 // a webhook (its clusters are not read: a webhook's CA bundle is its configuration's).
 // Relative paths in the kubeconfig are relative to its directory, as client-go resolves them.
 func webhookKubeconfigFiles(at, plugin string, config []byte) []admissionNamedFile {
-	upstream, _, err := portcullisconfig.WebhookEntry(bytes.NewReader(config), plugin == webhookvalidating.PluginName)
+	upstream, _, err := portcullisconfig.WebhookEntry(config, plugin == webhookvalidating.PluginName)
 	if err != nil {
 		return nil
 	}
-	kubeconfig, err := upstreamWebhookKubeConfigFile(upstream)
+	kubeconfig, err := upstreamWebhookKubeConfigFile(bytes.NewReader(upstream))
 	if err != nil || kubeconfig == "" {
 		return nil
 	}

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"reflect"
+
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
 )
 
@@ -19,12 +21,11 @@ const (
 // out: every check Warn (a guard turned on must not break existing deploy tooling), the 5 s
 // timeout threshold and the 34 s budget.
 func SetDefaults_WebhookConfigurationGuardConfiguration(cfg *admissionv1alpha1.WebhookConfigurationGuardConfiguration) {
-	for _, mode := range []*admissionv1alpha1.GuardCheckMode{
-		&cfg.Checks.SystemNamespaces, &cfg.Checks.ReviewResources, &cfg.Checks.SelfIntercept,
-		&cfg.Checks.Timeout, &cfg.Checks.CatchAll, &cfg.Checks.Chain,
-	} {
-		if *mode == "" {
-			*mode = admissionv1alpha1.GuardCheckModeWarn
+	// Every check, whatever its name: a check added to GuardChecks is Warn by default too.
+	checks := reflect.ValueOf(&cfg.Checks).Elem()
+	for i := range checks.NumField() {
+		if mode := checks.Field(i); mode.Type() == reflect.TypeFor[admissionv1alpha1.GuardCheckMode]() && mode.String() == "" {
+			mode.SetString(string(admissionv1alpha1.GuardCheckModeWarn))
 		}
 	}
 	if cfg.TimeoutThresholdSeconds == nil {

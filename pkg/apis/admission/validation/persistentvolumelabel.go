@@ -33,15 +33,6 @@ var (
 		admission.PersistentVolumeLabelUnresolvedAdmit,
 		admission.PersistentVolumeLabelUnresolvedRefuse,
 	}
-	// persistentVolumeLabelSources are the sources a rule may name, sorted.
-	persistentVolumeLabelSources = []admission.PersistentVolumeLabelSource{
-		admission.PersistentVolumeLabelSourceAWSElasticBlockStore,
-		admission.PersistentVolumeLabelSourceAzureDisk,
-		admission.PersistentVolumeLabelSourceCSI,
-		admission.PersistentVolumeLabelSourceCinder,
-		admission.PersistentVolumeLabelSourceGCEPersistentDisk,
-		admission.PersistentVolumeLabelSourceVsphereVolume,
-	}
 )
 
 // ValidatePersistentVolumeLabelConfiguration checks the PersistentVolumeLabel plugin's
@@ -86,8 +77,8 @@ func ValidatePersistentVolumeLabelConfiguration(cfg *admission.PersistentVolumeL
 // alone), its expression, and its zone when literal.
 func validatePersistentVolumeLabelRule(rule *admission.PersistentVolumeLabelRule, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if !slices.Contains(persistentVolumeLabelSources, rule.Source) {
-		errs = append(errs, field.NotSupported(fldPath.Child("source"), rule.Source, persistentVolumeLabelSources))
+	if sources := admission.PersistentVolumeLabelSources(); !slices.Contains(sources, rule.Source) {
+		errs = append(errs, field.NotSupported(fldPath.Child("source"), rule.Source, sources))
 	}
 	if rule.Driver != "" && rule.Source != admission.PersistentVolumeLabelSourceCSI {
 		errs = append(errs, field.Invalid(fldPath.Child("driver"), rule.Driver, "only a CSI rule names a driver"))

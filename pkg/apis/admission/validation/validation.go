@@ -124,16 +124,10 @@ func ValidateModes(modes []admission.EnforcementMode, fldPath *field.Path) field
 // validating says which plugin (earlyExit is the validating one's, the probe the mutating
 // one's).
 func ValidateWebhookDispatchSettings(s *admission.WebhookDispatchSettings, validating bool, fldPath *field.Path) field.ErrorList {
-	errs := validateBreakerAndBudget(s.CircuitBreaker, s.TimeBudget, fldPath)
-	if s.EarlyExit && !validating {
-		errs = append(errs, field.Invalid(fldPath.Child("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
-	}
+	errs := validateBreaker(s.CircuitBreaker, fldPath)
 	errs = append(errs, validateWebhookEnforcement(s.EnforcementModes, fldPath.Child("enforcementModes"))...)
 	if p := s.IdempotencyProbe; p != nil {
 		path := fldPath.Child("idempotencyProbe")
-		if validating {
-			errs = append(errs, field.Invalid(path, "set", "only mutating webhooks are probed: a validating webhook's answer changes nothing"))
-		}
 		if p.OneIn < 1 || p.OneIn > maxProbeOneIn {
 			errs = append(errs, field.Invalid(path.Child("oneIn"), p.OneIn, fmt.Sprintf("must be from 1 to %d", maxProbeOneIn)))
 		}
@@ -143,33 +137,45 @@ func ValidateWebhookDispatchSettings(s *admission.WebhookDispatchSettings, valid
 			errs = append(errs, field.Invalid(path.Child("maxInFlight"), v, fmt.Sprintf("must be from 1 to %d", maxProbeMaxInFlight)))
 		}
 	}
+	errs = append(errs, validateBudget(s.TimeBudget, fldPath)...)
+	if s.EarlyExit && !validating {
+		errs = append(errs, field.Invalid(fldPath.Child("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
+	}
+	if s.IdempotencyProbe != nil && validating {
+		errs = append(errs, field.Invalid(fldPath.Child("idempotencyProbe"), "set", "only mutating webhooks are probed: a validating webhook's answer changes nothing"))
+	}
 	return errs
 }
 
-func validateBreakerAndBudget(breaker *admission.WebhookCircuitBreaker, budget *admission.WebhookTimeBudget, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if b := breaker; b != nil {
-		path := fldPath.Child("circuitBreaker")
-		if b.FailureThreshold == nil || b.InitialBackoff == nil || b.MaxBackoff == nil {
-			errs = append(errs, field.Required(path, "failureThreshold, initialBackoff and maxBackoff are defaulted"))
-			return errs
-		}
-		if v := *b.FailureThreshold; v < 1 || v > maxFailureThreshold {
-			errs = append(errs, field.Invalid(path.Child("failureThreshold"), v, fmt.Sprintf("must be from 1 to %d", maxFailureThreshold)))
-		}
-		errs = append(errs, durationWithin(path.Child("initialBackoff"), b.InitialBackoff.Duration, minInitialBackoff, maxInitialBackoff)...)
-		errs = append(errs, durationWithin(path.Child("maxBackoff"), b.MaxBackoff.Duration, b.InitialBackoff.Duration, maxMaxBackoff)...)
+func validateBreaker(b *admission.WebhookCircuitBreaker, fldPath *field.Path) field.ErrorList {
+	if b == nil {
+		return nil
 	}
-	if b := budget; b != nil {
-		path := fldPath.Child("timeBudget")
-		if b.DeadlineMargin == nil {
-			errs = append(errs, field.Required(path.Child("deadlineMargin"), "defaulted to 2s"))
-		} else {
-			errs = append(errs, durationWithin(path.Child("deadlineMargin"), b.DeadlineMargin.Duration, minDeadlineMargin, maxDeadlineMargin)...)
-		}
-		if b.MaxDuration != nil {
-			errs = append(errs, durationWithin(path.Child("maxDuration"), b.MaxDuration.Duration, minMaxDuration, maxMaxDuration)...)
-		}
+	path := fldPath.Child("circuitBreaker")
+	if b.FailureThreshold == nil || b.InitialBackoff == nil || b.MaxBackoff == nil {
+		return field.ErrorList{field.Required(path, "failureThreshold, initialBackoff and maxBackoff are defaulted")}
+	}
+	var errs field.ErrorList
+	if v := *b.FailureThreshold; v < 1 || v > maxFailureThreshold {
+		errs = append(errs, field.Invalid(path.Child("failureThreshold"), v, fmt.Sprintf("must be from 1 to %d", maxFailureThreshold)))
+	}
+	errs = append(errs, durationWithin(path.Child("initialBackoff"), b.InitialBackoff.Duration, minInitialBackoff, maxInitialBackoff)...)
+	return append(errs, durationWithin(path.Child("maxBackoff"), b.MaxBackoff.Duration, b.InitialBackoff.Duration, maxMaxBackoff)...)
+}
+
+func validateBudget(b *admission.WebhookTimeBudget, fldPath *field.Path) field.ErrorList {
+	if b == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	path := fldPath.Child("timeBudget")
+	if b.DeadlineMargin == nil {
+		errs = append(errs, field.Required(path.Child("deadlineMargin"), "defaulted to 2s"))
+	} else {
+		errs = append(errs, durationWithin(path.Child("deadlineMargin"), b.DeadlineMargin.Duration, minDeadlineMargin, maxDeadlineMargin)...)
+	}
+	if b.MaxDuration != nil {
+		errs = append(errs, durationWithin(path.Child("maxDuration"), b.MaxDuration.Duration, minMaxDuration, maxMaxDuration)...)
 	}
 	return errs
 }
@@ -227,7 +233,8 @@ func ValidateWebhookDispatchConfiguration(c *admission.WebhookDispatchConfigurat
 		errs = append(errs, field.Invalid(fldPath.Child("staticManifestsDir"), c.StaticManifestsDir,
 			"static webhook manifests came with Kubernetes "+staticManifestsSince+"; this release is built on "+version.Get().GitVersion))
 	}
-	errs = append(errs, validateBreakerAndBudget(c.CircuitBreaker, c.TimeBudget, fldPath)...)
+	errs = append(errs, validateBreaker(c.CircuitBreaker, fldPath)...)
+	errs = append(errs, validateBudget(c.TimeBudget, fldPath)...)
 	if c.EarlyExit && !validating {
 		errs = append(errs, field.Invalid(fldPath.Child("earlyExit"), true, "only ValidatingAdmissionWebhook calls webhooks in parallel; mutating webhooks are called one after another"))
 	}

@@ -20,20 +20,9 @@ var guardCheckModes = []admission.GuardCheckMode{admission.GuardCheckModeWarn, a
 func ValidateWebhookConfigurationGuardConfiguration(cfg *admission.WebhookConfigurationGuardConfiguration, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	checksPath := fldPath.Child("checks")
-	c := &cfg.Checks
-	for _, check := range []struct {
-		name string
-		mode admission.GuardCheckMode
-	}{
-		{"systemNamespaces", c.SystemNamespaces},
-		{"reviewResources", c.ReviewResources},
-		{"selfIntercept", c.SelfIntercept},
-		{"timeout", c.Timeout},
-		{"catchAll", c.CatchAll},
-		{"chain", c.Chain},
-	} {
-		if !slices.Contains(guardCheckModes, check.mode) {
-			errs = append(errs, field.NotSupported(checksPath.Child(check.name), check.mode, guardCheckModes))
+	for _, check := range cfg.Checks.Fields() {
+		if !slices.Contains(guardCheckModes, *check.Mode) {
+			errs = append(errs, field.NotSupported(checksPath.Child(check.Name), *check.Mode, guardCheckModes))
 		}
 	}
 	if v := cfg.TimeoutThresholdSeconds; v == nil || *v < 1 || *v > maxWebhookTimeoutSeconds {

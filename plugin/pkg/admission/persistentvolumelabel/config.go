@@ -22,8 +22,15 @@ func LoadConfiguration(r io.Reader) (*portcullisapi.PersistentVolumeLabelConfigu
 // CheckConfiguration reads the plugin's configuration as its factory does; the command
 // runs it before the server dials etcd.
 func CheckConfiguration(r io.Reader) error {
-	_, err := LoadConfiguration(r)
-	return err
+	cfg, err := LoadConfiguration(r)
+	if err != nil {
+		return err
+	}
+	// What New refuses, refused before etcd too.
+	if _, err := compileRules(cfg.Rules); err != nil {
+		return fmt.Errorf("%s: invalid configuration: %w", PluginName, err)
+	}
+	return nil
 }
 
 // ExampleConfig is a sample configuration for --admission-control-config-file: every

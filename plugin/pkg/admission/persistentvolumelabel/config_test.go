@@ -80,14 +80,17 @@ func TestLoadConfigurationErrors(t *testing.T) {
 // TestEveryRuleSourceApplies: each source validation accepts in a rule is one the plugin
 // reads an identifier from.
 func TestEveryRuleSourceApplies(t *testing.T) {
-	for _, source := range []string{"GCEPersistentDisk", "AWSElasticBlockStore", "AzureDisk", "Cinder", "VsphereVolume", "CSI"} {
-		cfg, err := LoadConfiguration(strings.NewReader(configHeader + "rules:\n- source: " + source + "\n  zone: z\n"))
+	for _, source := range portcullisapi.PersistentVolumeLabelSources() {
+		cfg, err := LoadConfiguration(strings.NewReader(configHeader + "rules:\n- source: " + string(source) + "\n  zone: z\n"))
 		if err != nil {
 			t.Fatalf("%s: %v", source, err)
 		}
 		if _, err := New(cfg); err != nil {
 			t.Errorf("%s: %v", source, err)
 		}
+	}
+	if len(identifiers) != len(portcullisapi.PersistentVolumeLabelSources()) {
+		t.Errorf("the plugin knows %d sources, validation accepts %d", len(identifiers), len(portcullisapi.PersistentVolumeLabelSources()))
 	}
 	_, err := New(&portcullisapi.PersistentVolumeLabelConfiguration{
 		Resolvers: []portcullisapi.PersistentVolumeLabelResolverName{portcullisapi.PersistentVolumeLabelResolverRules},

@@ -7,10 +7,8 @@
 package webhook
 
 import (
-	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/portcullis-k8s/portcullis/pkg/admission/enforcement"
@@ -19,6 +17,8 @@ import (
 
 // Configuration is what a webhook plugin takes from its entry in the admission config file.
 type Configuration struct {
+	// ours: the settings ask for our dispatch (Ours).
+	ours bool
 	// Breaker, when not nil, turns the circuit breakers on.
 	Breaker *BreakerSettings
 	// Budget, when not nil, turns the time budget on.
@@ -28,9 +28,6 @@ type Configuration struct {
 	// Upstream is the entry in upstream's own kind, for upstream's constructors (which load
 	// the kubeconfig and the static manifests directory); nil when the file has no entry.
 	Upstream io.Reader
-	// Legacy says the settings came from the plugin's own entry, in WebhookDispatchConfiguration:
-	// the form of earlier releases, which a stock server refuses.
-	Legacy bool
 	// Modes soften individual webhooks; a webhook not in it is enforced.
 	Modes HookModes
 	// MaxWaits bound the request's wait for softened webhooks' verdicts, by webhook (a
@@ -38,9 +35,6 @@ type Configuration struct {
 	MaxWaits map[HookKey]time.Duration
 	// Probe, when not nil, turns the idempotency probe on (mutating only).
 	Probe *ProbeSettings
-	// Traced says the admission trace is on: each webhook call is a sub-step of it. It
-	// never puts a plugin on our dispatch by itself (Ours).
-	Traced bool
 }
 
 // HookKey names a webhook: its configuration's name and its own.
@@ -64,53 +58,10 @@ func (m HookModes) Of(configuration, webhook string) enforcement.Soften {
 	return m[HookKey{Configuration: configuration, Webhook: webhook}]
 }
 
-// Ours says whether the entry asks for anything of our dispatch: one of the settings of
-// webhookDispatch (circuitBreaker, timeBudget, earlyExit, enforcementModes,
-// idempotencyProbe). When it does not, the plugin is upstream's own, built from Upstream:
-// with no settings of ours the server is stock's. The admission trace is not one of them.
-func (c *Configuration) Ours() bool {
-	return c != nil && (c.Breaker != nil || c.Budget != nil || c.EarlyExit || len(c.Modes) > 0 || c.Probe != nil)
-}
-
-// String says which dispatch the settings give a webhook plugin, for the start-up log.
-func (c *Configuration) String() string {
-	if c == nil || !c.Ours() {
-		return "upstream's"
-	}
-	var parts []string
-	if b := c.Breaker; b != nil {
-		parts = append(parts, fmt.Sprintf("circuitBreaker{failureThreshold: %d, initialBackoff: %s, maxBackoff: %s}", b.FailureThreshold, b.InitialBackoff, b.MaxBackoff))
-	}
-	if b := c.Budget; b != nil {
-		maxDuration := "none"
-		if b.MaxDuration > 0 {
-			maxDuration = b.MaxDuration.String()
-		}
-		parts = append(parts, fmt.Sprintf("timeBudget{deadlineMargin: %s, maxDuration: %s}", b.DeadlineMargin, maxDuration))
-	}
-	if c.EarlyExit {
-		parts = append(parts, "earlyExit")
-	}
-	if len(c.Modes) > 0 {
-		modes := make([]string, 0, len(c.Modes))
-		for k, m := range c.Modes {
-			mode := fmt.Sprintf("%s/%s=%s", k.Configuration, k.Webhook, m.Label)
-			if wait, ok := c.MaxWaits[k]; ok {
-				mode += fmt.Sprintf("(maxWait %s)", wait)
-			}
-			modes = append(modes, mode)
-		}
-		slices.Sort(modes)
-		parts = append(parts, "enforcementModes{"+strings.Join(modes, ", ")+"}")
-	}
-	if p := c.Probe; p != nil {
-		parts = append(parts, fmt.Sprintf("idempotencyProbe{oneIn: %d, maxInFlight: %d}", p.OneIn, p.MaxInFlight))
-	}
-	if c.Traced {
-		parts = append(parts, "admissionTrace")
-	}
-	return "Portcullis's: " + strings.Join(parts, ", ")
-}
+// Ours says whether the settings ask for anything of our dispatch (the Portcullis entry's
+// WebhookDispatchSettings.Ours, which NewConfiguration took). When they do not, the plugin is
+// upstream's own, built from Upstream: with no settings of ours the server is stock's.
+func (c *Configuration) Ours() bool { return c != nil && c.ours }
 
 // BreakerSettings are the circuit breakers' settings, defaulted.
 type BreakerSettings struct {
@@ -135,40 +86,26 @@ const (
 // Softens says whether settings put a webhook in Warn or Audit: then mutating shadows are
 // harvested at the end of the chain (HarvestPoint).
 func Softens(settings *portcullisapi.WebhookDispatchSettings) bool {
-	if settings == nil {
-		return false
-	}
-	for _, m := range settings.EnforcementModes {
-		if enforcement.SoftenFor(m.Modes).Softens() {
-			return true
-		}
-	}
-	return false
+	return settings != nil && slices.ContainsFunc(settings.EnforcementModes, func(m portcullisapi.WebhookEnforcement) bool {
+		return portcullisapi.Softens(m.Modes)
+	})
 }
 
-// NewConfiguration is a webhook plugin's configuration: upstream is its own entry for
-// upstream's constructors (in upstream's kind: portcullisconfig.WebhookEntry converts the
-// form of earlier releases; nil for none), and its dispatch settings are the Portcullis
-// entry's (config, as portcullisconfig.Load defaulted and validated it; nil for none) or,
-// when that sets none, legacy's (the earlier form's, from the plugin's own entry).
-func NewConfiguration(upstream io.Reader, config *portcullisapi.PortcullisConfiguration, legacy *portcullisapi.WebhookDispatchSettings, validating bool) *Configuration {
+// NewConfiguration is a webhook plugin's configuration: upstream is the entry for upstream's
+// constructors (portcullisconfig.Configuration.UpstreamWebhookEntry: the plugin's own entry, in
+// upstream's kind; nil for none), and its dispatch settings are the Portcullis entry's (config,
+// as portcullisconfig.Load defaulted, validated and converted it, the form of earlier releases
+// included; nil for none).
+func NewConfiguration(upstream io.Reader, config *portcullisapi.PortcullisConfiguration, validating bool) *Configuration {
 	out := &Configuration{Upstream: upstream}
 	var settings *portcullisapi.WebhookDispatchSettings
 	if config != nil {
 		settings = config.WebhookDispatch.Of(validating)
 	}
 	if settings == nil {
-		settings, out.Legacy = legacy, legacy != nil
-	}
-	if settings == nil {
 		return out
 	}
-	// The trace takes the plugin as it is: upstream's is one step, whatever its webhooks
-	// did together; ours (asked for by a setting of its own) records each webhook as a
-	// sub-step. The trace alone never moves a plugin onto our dispatch.
-	if config != nil && config.AdmissionTrace != nil && (config.AdmissionTrace.OnRequest || config.AdmissionTrace.Audit) {
-		out.Traced = settings.Ours()
-	}
+	out.ours = settings.Ours()
 	out.EarlyExit = settings.EarlyExit
 	for _, m := range settings.EnforcementModes {
 		soften := enforcement.SoftenFor(m.Modes)

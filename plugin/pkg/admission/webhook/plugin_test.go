@@ -33,10 +33,7 @@ func TestNewWebhookWiresTheConfiguration(t *testing.T) {
 		{name: "ours, upstream's error on the kubeconfig", config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: /nonexistent/kubeconfig\nearlyExit: true\n", wantErr: []string{"/nonexistent/kubeconfig"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := loadEntry(ValidatingPlugin, strings.NewReader(tc.config))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := loadEntry(t, ValidatingPlugin, tc.config)
 			var given Settings
 			w, settings, err := newWebhook("validating", cfg, configuration.NewValidatingWebhookConfigurationManager,
 				func(_ *webhookutil.ClientManager, s Settings) generic.Dispatcher { given = s; return nil }, NewMetrics(), clock.RealClock{})

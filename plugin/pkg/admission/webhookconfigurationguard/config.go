@@ -47,14 +47,12 @@ type checkMode struct {
 // checkModes lists every check with a pointer to its mode, in the order findings are
 // reported.
 func checkModes(c *portcullisapi.GuardChecks) []checkMode {
-	return []checkMode{
-		{checkSystemNamespaces, &c.SystemNamespaces},
-		{checkReviewResources, &c.ReviewResources},
-		{checkSelfIntercept, &c.SelfIntercept},
-		{checkTimeout, &c.Timeout},
-		{checkCatchAll, &c.CatchAll},
-		{checkChain, &c.Chain},
+	fields := c.Fields()
+	modes := make([]checkMode, len(fields))
+	for i, f := range fields {
+		modes[i] = checkMode{checkID(f.Name), f.Mode}
 	}
+	return modes
 }
 
 // ExampleConfig is a sample configuration for --admission-control-config-file: every check

@@ -8,7 +8,6 @@ package mutating
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"k8s.io/apiserver/pkg/admission"
@@ -19,7 +18,6 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 
-	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
 	portcullisapi "github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 	"github.com/portcullis-k8s/portcullis/plugin/pkg/admission/webhook"
 )
@@ -31,24 +29,20 @@ const PluginName = "MutatingAdmissionWebhook"
 const stepType = "admit"
 
 // Register registers the plugin under upstream's name; the registry makes sure upstream's
-// own registration is not made beside it. config returns the admission config file's
-// Portcullis entry, as portcullisconfig.Load read it, when the plugin is built (nil: none).
-func Register(plugins *admission.Plugins, config func() *portcullisapi.PortcullisConfiguration) {
+// own registration is not made beside it. entry returns, when the plugin is built, the entry
+// upstream's constructor reads (from the plugin's own, configFile) and the admission config
+// file's Portcullis entry, as portcullisconfig.Load read it (nil: none).
+func Register(plugins *admission.Plugins, entry func(configFile io.Reader) (io.Reader, *portcullisapi.PortcullisConfiguration)) {
 	plugins.Register(PluginName, func(configFile io.Reader) (admission.Interface, error) {
-		return New(configFile, config())
+		return New(entry(configFile))
 	})
 }
 
-// New builds the plugin from its own entry in the admission config file and the Portcullis
-// entry: upstream's own plugin (stock, byte for byte) unless the entry's webhookDispatch, or
-// the plugin's entry in our WebhookDispatchConfiguration of earlier releases, turns a setting
-// of our dispatch on, and ours then.
-func New(configFile io.Reader, config *portcullisapi.PortcullisConfiguration) (admission.Interface, error) {
-	upstream, legacy, err := portcullisconfig.WebhookEntry(configFile, webhook.MutatingPlugin)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", PluginName, err)
-	}
-	cfg := webhook.NewConfiguration(upstream, config, legacy, webhook.MutatingPlugin)
+// New builds the plugin from upstream's entry and the Portcullis entry: upstream's own plugin
+// (stock, byte for byte) unless the Portcullis entry's webhookDispatch (or the form of earlier
+// releases, which Load converted into it) turns a setting of our dispatch on, and ours then.
+func New(upstream io.Reader, config *portcullisapi.PortcullisConfiguration) (admission.Interface, error) {
+	cfg := webhook.NewConfiguration(upstream, config, webhook.MutatingPlugin)
 	if !cfg.Ours() {
 		upstream, err := upstreammutating.NewMutatingWebhook(cfg.Upstream)
 		if err != nil {

@@ -1,8 +1,7 @@
-package webhook
+package portcullisconfig
 
 import (
 	"bytes"
-	"io"
 	"testing"
 	"time"
 
@@ -10,21 +9,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	admissionv1alpha1 "github.com/portcullis-k8s/api/admission/v1alpha1"
-	"github.com/portcullis-k8s/portcullis/pkg/admission/portcullisconfig"
+	"github.com/portcullis-k8s/portcullis/pkg/apis/admission"
 )
 
-// FuzzLoadConfiguration loads a webhook plugin's entry of the admission config file as the
-// plugin's New does. What it accepts is within the documented ranges (the API types' comments,
+// FuzzWebhookEntry converts a webhook plugin's entry of the admission config file as Load
+// does for the plugin. What it accepts is within the documented ranges (the API types' comments,
 // restated here rather than taken from the validation it checks). Seeds are
-// TestLoadConfiguration's entries; crashers are kept under testdata/fuzz.
-func FuzzLoadConfiguration(f *testing.F) {
+// TestWebhookEntry's entries; crashers are kept under testdata/fuzz.
+func FuzzWebhookEntry(f *testing.F) {
 	for _, seed := range []string{
 		"apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
-		legacyKind + portcullisconfig.ExampleDispatchSettings,
-		legacyKind + portcullisconfig.ExampleValidatingDispatchSettings,
+		legacyKind + ExampleDispatchSettings,
+		legacyKind + ExampleValidatingDispatchSettings,
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  failureThreshold: 2\n  initialBackoff: 200ms\n  maxBackoff: 5m\ntimeBudget:\n  deadlineMargin: 500ms\n  maxDuration: 15s\n",
 		"apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 1m\n",
@@ -37,42 +36,39 @@ func FuzzLoadConfiguration(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		mutatingCfg, mutatingErr := loadEntry(MutatingPlugin, bytes.NewReader(data))
-		cfg, err := loadEntry(ValidatingPlugin, bytes.NewReader(data))
+		_, mutating, mutatingErr := WebhookEntry(data, false)
+		upstream, settings, err := WebhookEntry(data, true)
 		if err != nil {
 			if mutatingErr == nil {
 				t.Fatalf("the mutating plugin accepts what the validating one refuses: %v", err)
 			}
 			return
 		}
-		if mutatingErr == nil && (mutatingCfg.EarlyExit || mutatingCfg.Ours() != cfg.Ours()) {
-			t.Fatalf("the mutating plugin accepted early exit: %+v", mutatingCfg)
-		}
-		if cfg.Upstream == nil {
-			t.Fatal("a configuration without an entry for upstream's loader")
-		}
-		upstream, err := io.ReadAll(cfg.Upstream)
-		if err != nil {
-			t.Fatal(err)
+		if mutatingErr == nil && (mutating.Ours() != settings.Ours() || (mutating != nil && mutating.EarlyExit)) {
+			t.Fatalf("the mutating plugin accepted early exit: %+v", mutating)
 		}
 		var typeMeta metav1.TypeMeta
 		if err := yaml.Unmarshal(data, &typeMeta); err != nil || typeMeta.GroupVersionKind().Group != admissionv1alpha1.GroupName {
 			// Not ours: handed over unchanged, and nothing of ours is on.
-			if !bytes.Equal(upstream, data) || cfg.Ours() {
-				t.Fatalf("upstream's entry was changed or turned something on: %q, %+v", upstream, cfg)
+			if !bytes.Equal(upstream, data) || settings != nil {
+				t.Fatalf("upstream's entry was changed or turned something on: %q, %+v", upstream, settings)
 			}
 			return
 		}
-		if b := cfg.Breaker; b != nil {
-			if b.FailureThreshold < 1 || b.FailureThreshold > 1000 ||
-				b.InitialBackoff < 100*time.Millisecond || b.InitialBackoff > 10*time.Minute ||
-				b.MaxBackoff < b.InitialBackoff || b.MaxBackoff > time.Hour {
+		// The documented ranges, restated here rather than taken from the validation.
+		if settings == nil {
+			settings = &admission.WebhookDispatchSettings{}
+		}
+		if b := settings.CircuitBreaker; b != nil {
+			initial, maxBackoff := b.InitialBackoff.Duration, b.MaxBackoff.Duration
+			if *b.FailureThreshold < 1 || *b.FailureThreshold > 1000 || initial < 100*time.Millisecond || initial > 10*time.Minute ||
+				maxBackoff < initial || maxBackoff > time.Hour {
 				t.Fatalf("accepted breaker settings out of bounds: %+v", *b)
 			}
 		}
-		if b := cfg.Budget; b != nil {
-			if b.DeadlineMargin < 100*time.Millisecond || b.DeadlineMargin > 30*time.Second ||
-				(b.MaxDuration != 0 && (b.MaxDuration < time.Second || b.MaxDuration > 10*time.Minute)) {
+		if b := settings.TimeBudget; b != nil {
+			if margin := b.DeadlineMargin.Duration; margin < 100*time.Millisecond || margin > 30*time.Second ||
+				(b.MaxDuration != nil && (b.MaxDuration.Duration < time.Second || b.MaxDuration.Duration > 10*time.Minute)) {
 				t.Fatalf("accepted budget settings out of bounds: %+v", *b)
 			}
 		}

@@ -1,6 +1,6 @@
 //go:build kube1.35
 
-package webhook
+package portcullisconfig
 
 import (
 	"bytes"
