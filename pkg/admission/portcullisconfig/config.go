@@ -170,12 +170,13 @@ func load(file, minor string) (*Configuration, error) {
 func decode[T runtime.Object](data []byte, kind string) (T, error) {
 	var zero T
 	obj, gvk, err := codecs.UniversalDecoder().Decode(data, nil, nil)
+	if gvk != nil && gvk.Version == runtime.APIVersionInternal {
+		// The scheme knows the internal kinds, which no file may be written in (and whose
+		// fields have no JSON names, so the strict decoder's error would blame a field).
+		return zero, fmt.Errorf("apiVersion %s: want %s", gvk.GroupVersion(), versioned)
+	}
 	if err != nil {
 		return zero, err
-	}
-	if gvk.Version == runtime.APIVersionInternal {
-		// The scheme knows the internal kinds, which no file may be written in.
-		return zero, fmt.Errorf("apiVersion %s: want %s", gvk.GroupVersion(), versioned)
 	}
 	out, ok := obj.(T)
 	if !ok {

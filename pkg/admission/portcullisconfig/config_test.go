@@ -231,8 +231,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "API twice", file: withEntry("servedAPIs: [policy/v1beta1, policy/v1beta1]"), want: []string{"configuration.servedAPIs[1]: Duplicate value"}},
 		{name: "another kind", file: header + "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: EnforcementConfiguration\n",
 			want: []string{"plugins[0] (Portcullis)", "want admission.portcullis.io/v1alpha1, Kind=PortcullisConfiguration"}},
-		{name: "the internal version", file: header + "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/__internal\n    kind: PortcullisConfiguration\n    ServedAPIs: [policy/v1beta1]\n",
+		{name: "the internal version", file: header + "- name: Portcullis\n  configuration:\n    apiVersion: admission.portcullis.io/__internal\n    kind: PortcullisConfiguration\n    servedAPIs: [policy/v1beta1]\n",
 			want: []string{"plugins[0] (Portcullis)", "apiVersion admission.portcullis.io/__internal: want admission.portcullis.io/v1alpha1"}},
+		{name: "earlier releases' dispatch kind in a second entry", file: header + "- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n" +
+			"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n",
+			want: []string{"plugins[1] (ValidatingAdmissionWebhook): WebhookDispatchConfiguration in a second entry", "upstream reads plugins[0] only", "webhookDispatch"}},
 		{name: "entry twice", file: withEntry("") + "- name: Portcullis\n  configuration: {}\n", want: []string{"plugins[2]: the entry Portcullis is listed twice (also plugins[1])"}},
 		{name: "entry without configuration", file: header + "- name: Portcullis\n", want: []string{"plugins[0] (Portcullis): neither configuration nor path is set"}},
 		{name: "entry's file missing", file: header + "- name: Portcullis\n  path: missing.yaml\n", want: []string{"plugins[0] (Portcullis): path ", "missing.yaml: open"}},

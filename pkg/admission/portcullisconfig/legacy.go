@@ -84,8 +84,7 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 	}
 	for i, entry := range admissionConfig.Plugins {
 		validating, ok := webhookEntries[entry.Name]
-		if !ok || first[entry.Name] != i {
-			// Upstream hands its plugin the first entry of its name, and reads no other.
+		if !ok {
 			continue
 		}
 		at := newEntryAt(file, i, entry)
@@ -93,6 +92,12 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 		if err != nil || !IsDispatchKind(data) {
 			// Upstream's own entry: upstream's plugin reads it and reports its errors.
 			continue
+		}
+		if first[entry.Name] != i {
+			// Upstream hands its plugin the first entry of its name and reads no other: the
+			// settings here would be dropped without a word.
+			return fmt.Errorf("%s: WebhookDispatchConfiguration in a second entry of %s, which nothing reads (upstream reads plugins[%d] only): "+
+				"move its settings to the %s entry's webhookDispatch and remove this entry", at, entry.Name, first[entry.Name], EntryName)
 		}
 		if !legacyRead(minor) {
 			return notReadAnyMore(at, "WebhookDispatchConfiguration in "+entry.Name+"'s entry",
@@ -149,6 +154,9 @@ func (c *Configuration) UpstreamWebhookEntry(validating bool, r io.Reader) io.Re
 		return r
 	}
 	if converted, ok := c.upstreamWebhookEntries[validating]; ok {
+		if converted == nil {
+			return nil
+		}
 		return bytes.NewReader(converted)
 	}
 	return r
@@ -156,8 +164,8 @@ func (c *Configuration) UpstreamWebhookEntry(validating bool, r io.Reader) io.Re
 
 // WebhookEntry reads a webhook plugin's own entry (data) on its own, as preflight does: an
 // entry in upstream's kind is returned unchanged; one in WebhookDispatchConfiguration, the form
-// of earlier releases, is converted, into upstream's entry and its dispatch settings (nil when
-// it sets none).
+// of earlier releases, is converted, into upstream's entry (nil when it sets neither
+// kubeConfigFile nor staticManifestsDir) and its dispatch settings (nil when it sets none).
 func WebhookEntry(data []byte, validating bool) (upstream []byte, legacy *admission.WebhookDispatchSettings, err error) {
 	if !IsDispatchKind(data) {
 		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
@@ -176,14 +184,19 @@ func legacyDispatch(data []byte, validating bool) ([]byte, *admission.WebhookDis
 	if errs := validation.ValidateWebhookDispatchConfiguration(cfg, validating, nil); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
 	}
-	upstream, err := json.Marshal(map[string]string{
-		"apiVersion":         "apiserver.config.k8s.io/v1",
-		"kind":               "WebhookAdmissionConfiguration",
-		"kubeConfigFile":     cfg.KubeConfigFile,
-		"staticManifestsDir": cfg.StaticManifestsDir,
-	})
-	if err != nil {
-		return nil, nil, err
+	// Upstream's entry carries what is set; with neither set there is none, as a stock file
+	// without the entry (1.35's loader refuses an entry without an absolute kubeConfigFile).
+	var upstream []byte
+	if cfg.KubeConfigFile != "" || cfg.StaticManifestsDir != "" {
+		entry := map[string]string{"apiVersion": "apiserver.config.k8s.io/v1", "kind": "WebhookAdmissionConfiguration"}
+		for field, value := range map[string]string{"kubeConfigFile": cfg.KubeConfigFile, "staticManifestsDir": cfg.StaticManifestsDir} {
+			if value != "" {
+				entry[field] = value
+			}
+		}
+		if upstream, err = json.Marshal(entry); err != nil {
+			return nil, nil, err
+		}
 	}
 	var settings *admission.WebhookDispatchSettings
 	if cfg.CircuitBreaker != nil || cfg.TimeBudget != nil || cfg.EarlyExit {

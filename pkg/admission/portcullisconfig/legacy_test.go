@@ -68,12 +68,10 @@ func loadDeprecations(t *testing.T) []Deprecation {
 }
 
 // TestLegacyFormsAreRefusedAfterTheirLastMinor: a build on a later minor than LegacyLastMinor
-// refuses each form, naming the entry and the replacement; this build reads them while it is
-// on LegacyLastMinor or before.
+// refuses each form, naming the entry and the replacement (legacy.go stays for that: deleting
+// it would let a leftover EnforcementModes entry be ignored, its plugins back in Deny); a build
+// on LegacyLastMinor or before reads them.
 func TestLegacyFormsAreRefusedAfterTheirLastMinor(t *testing.T) {
-	if !legacyRead(kubecompat.Minor) {
-		t.Fatalf("this build (Kubernetes %s) is past LegacyLastMinor %s: delete the forms of earlier releases (legacy.go, their kinds and their docs)", kubecompat.Minor, LegacyLastMinor)
-	}
 	major, minor, _ := strings.Cut(LegacyLastMinor, ".")
 	n, _ := strconv.Atoi(minor)
 	next := fmt.Sprintf("%s.%d", major, n+1)
@@ -87,6 +85,11 @@ func TestLegacyFormsAreRefusedAfterTheirLastMinor(t *testing.T) {
 			file := writeFile(t, t.TempDir(), "admission.yaml", header+tc.entry)
 			if _, err := load(file, LegacyLastMinor); err != nil {
 				t.Fatalf("a build on %s: %v", LegacyLastMinor, err)
+			}
+			// This build, as Load reads: the forms are read up to LegacyLastMinor, and refused
+			// (naming the replacement, so that nothing set there is silently dropped) after it.
+			if _, err := Load(file); (err == nil) != legacyRead(kubecompat.Minor) {
+				t.Errorf("a build on %s (this one): %v", kubecompat.Minor, err)
 			}
 			_, err := load(file, next)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), file) {

@@ -79,6 +79,12 @@ func FuzzWebhookEntry(f *testing.F) {
 		if err := yaml.Unmarshal(data, &ours); err != nil {
 			t.Fatalf("accepted, but does not decode: %v", err)
 		}
+		if ours.KubeConfigFile == "" && ours.StaticManifestsDir == "" {
+			if upstream != nil {
+				t.Fatalf("upstream is handed %q for an entry that names neither of its fields; want none", upstream)
+			}
+			return
+		}
 		if ours.StaticManifestsDir != "" {
 			return
 		}

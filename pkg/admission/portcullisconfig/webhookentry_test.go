@@ -29,7 +29,8 @@ func TestWebhookEntry(t *testing.T) {
 		wantEarly  bool
 		// wantOurs: the entry asks for our dispatch.
 		wantOurs bool
-		// wantUpstream is a fragment of what upstream's loader is handed.
+		// wantUpstream is a fragment of what upstream's loader is handed; "": no entry (our
+		// kind without kubeConfigFile or staticManifestsDir, as a stock file without one).
 		wantUpstream string
 	}{
 		{
@@ -38,9 +39,8 @@ func TestWebhookEntry(t *testing.T) {
 			wantUpstream: "kind: WebhookAdmissionConfiguration\nkubeConfigFile: /etc/k/webhooks.yaml",
 		},
 		{
-			name:         "ours, empty: stock behaviour",
-			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n",
-			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+			name:   "ours, empty: stock behaviour",
+			config: "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\n",
 		},
 		{
 			name:         "ours, kubeConfigFile carried to upstream",
@@ -48,20 +48,18 @@ func TestWebhookEntry(t *testing.T) {
 			wantUpstream: `"kubeConfigFile":"/etc/k/webhooks.yaml"`,
 		},
 		{
-			name:         "ours, defaults",
-			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
-			wantBreaker:  breaker(5, time.Second, 30*time.Second),
-			wantBudget:   budget(2*time.Second, 0),
-			wantOurs:     true,
-			wantUpstream: `"apiVersion":"apiserver.config.k8s.io/v1"`,
+			name:        "ours, defaults",
+			config:      "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker: {}\ntimeBudget: {}\n",
+			wantBreaker: breaker(5, time.Second, 30*time.Second),
+			wantBudget:  budget(2*time.Second, 0),
+			wantOurs:    true,
 		},
 		{
-			name:         "ours, early exit alone",
-			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
-			validating:   true,
-			wantEarly:    true,
-			wantOurs:     true,
-			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+			name:       "ours, early exit alone",
+			config:     "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\nearlyExit: true\n",
+			validating: true,
+			wantEarly:  true,
+			wantOurs:   true,
 		},
 		{
 			name:    "early exit is the validating plugin's only",
@@ -69,37 +67,33 @@ func TestWebhookEntry(t *testing.T) {
 			wantErr: []string{"earlyExit", "one after another"},
 		},
 		{
-			name:         "ours, the example",
-			config:       legacyKind + ExampleDispatchSettings,
-			wantBreaker:  breaker(5, time.Second, 30*time.Second),
-			wantBudget:   budget(2*time.Second, 0),
-			wantOurs:     true,
-			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+			name:        "ours, the example",
+			config:      legacyKind + ExampleDispatchSettings,
+			wantBreaker: breaker(5, time.Second, 30*time.Second),
+			wantBudget:  budget(2*time.Second, 0),
+			wantOurs:    true,
 		},
 		{
-			name:         "ours, the validating example",
-			config:       legacyKind + ExampleValidatingDispatchSettings,
-			validating:   true,
-			wantBreaker:  breaker(5, time.Second, 30*time.Second),
-			wantBudget:   budget(2*time.Second, 0),
-			wantEarly:    true,
-			wantOurs:     true,
-			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+			name:        "ours, the validating example",
+			config:      legacyKind + ExampleValidatingDispatchSettings,
+			validating:  true,
+			wantBreaker: breaker(5, time.Second, 30*time.Second),
+			wantBudget:  budget(2*time.Second, 0),
+			wantEarly:   true,
+			wantOurs:    true,
 		},
 		{
-			name:         "ours, set",
-			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  failureThreshold: 2\n  initialBackoff: 200ms\n  maxBackoff: 5m\ntimeBudget:\n  deadlineMargin: 500ms\n  maxDuration: 15s\n",
-			wantBreaker:  breaker(2, 200*time.Millisecond, 5*time.Minute),
-			wantBudget:   budget(500*time.Millisecond, 15*time.Second),
-			wantOurs:     true,
-			wantUpstream: `"kind":"WebhookAdmissionConfiguration"`,
+			name:        "ours, set",
+			config:      "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  failureThreshold: 2\n  initialBackoff: 200ms\n  maxBackoff: 5m\ntimeBudget:\n  deadlineMargin: 500ms\n  maxDuration: 15s\n",
+			wantBreaker: breaker(2, 200*time.Millisecond, 5*time.Minute),
+			wantBudget:  budget(500*time.Millisecond, 15*time.Second),
+			wantOurs:    true,
 		},
 		{
-			name:         "a long initial backoff raises the default cap",
-			config:       "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 1m\n",
-			wantBreaker:  breaker(5, time.Minute, time.Minute),
-			wantOurs:     true,
-			wantUpstream: `"kind"`,
+			name:        "a long initial backoff raises the default cap",
+			config:      "apiVersion: admission.portcullis.io/v1alpha1\nkind: WebhookDispatchConfiguration\ncircuitBreaker:\n  initialBackoff: 1m\n",
+			wantBreaker: breaker(5, time.Minute, time.Minute),
+			wantOurs:    true,
 		},
 		{
 			name:    "unknown field, named",
@@ -152,6 +146,12 @@ func TestWebhookEntry(t *testing.T) {
 					t.Errorf("early exit %v, want %v", settings.EarlyExit, tc.wantEarly)
 				}
 			}
+			if tc.wantUpstream == "" {
+				if upstream != nil {
+					t.Errorf("upstream's loader is handed %q, want no entry", upstream)
+				}
+				return
+			}
 			if !strings.Contains(string(upstream), tc.wantUpstream) {
 				t.Errorf("upstream's loader is handed %q, want it to contain %q", upstream, tc.wantUpstream)
 			}
@@ -183,9 +183,9 @@ func TestUpstreamWebhookEntry(t *testing.T) {
     earlyExit: true
 - name: ValidatingAdmissionWebhook
   configuration:
-    apiVersion: admission.portcullis.io/v1alpha1
-    kind: WebhookDispatchConfiguration
-    circuitBreaker: {}
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: /etc/kubernetes/second.kubeconfig
 - name: MutatingAdmissionWebhook
   configuration:
     apiVersion: apiserver.config.k8s.io/v1
@@ -207,8 +207,8 @@ func TestUpstreamWebhookEntry(t *testing.T) {
 	if got := read(c.UpstreamWebhookEntry(true, own)); !strings.Contains(got, `"kind":"WebhookAdmissionConfiguration"`) || !strings.Contains(got, "/etc/kubernetes/webhooks.kubeconfig") {
 		t.Errorf("the validating plugin is handed %q, want the converted entry", got)
 	}
-	if d := c.Dispatch(true); d == nil || !d.EarlyExit || d.CircuitBreaker != nil {
-		t.Errorf("dispatch %+v, want the first entry's (early exit, no breaker)", d)
+	if d := c.Dispatch(true); d == nil || !d.EarlyExit {
+		t.Errorf("dispatch %+v, want the first entry's (early exit)", d)
 	}
 	if r := c.UpstreamWebhookEntry(false, own); r != io.Reader(own) {
 		t.Error("the mutating plugin's entry, upstream's kind, was replaced")
@@ -216,5 +216,22 @@ func TestUpstreamWebhookEntry(t *testing.T) {
 	var none *Configuration
 	if r := none.UpstreamWebhookEntry(true, own); r != io.Reader(own) {
 		t.Error("without a loaded configuration the plugin's own entry was replaced")
+	}
+}
+
+// TestLegacyEntryWithoutUpstreamFields: our kind that names neither kubeConfigFile nor
+// staticManifestsDir gives upstream's constructor no entry, as a stock file without one.
+func TestLegacyEntryWithoutUpstreamFields(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "admission.yaml", header+"- name: MutatingAdmissionWebhook\n  configuration:\n"+
+		"    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookDispatchConfiguration\n    circuitBreaker: {}\n")
+	c, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.UpstreamWebhookEntry(false, strings.NewReader("the plugin's own entry")); r != nil {
+		t.Errorf("upstream's constructor is handed an entry; want none")
+	}
+	if !c.Dispatch(false).Ours() {
+		t.Error("the entry's breakers were not read")
 	}
 }
