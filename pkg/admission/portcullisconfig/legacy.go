@@ -89,7 +89,7 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 		}
 		at := newEntryAt(file, i, entry)
 		data, err := at.read()
-		if err != nil || !IsDispatchKind(data) {
+		if err != nil || !isDispatchKind(data) {
 			// Upstream's own entry: upstream's plugin reads it and reports its errors.
 			continue
 		}
@@ -137,9 +137,9 @@ func (c *Configuration) convertLegacy(file string, admissionConfig *apiserverapi
 	return nil
 }
 
-// IsDispatchKind says whether a webhook plugin's entry configuration is in a kind of ours
+// isDispatchKind says whether a webhook plugin's entry configuration is in a kind of ours
 // (admission.portcullis.io) rather than upstream's.
-func IsDispatchKind(data []byte) bool {
+func isDispatchKind(data []byte) bool {
 	var typeMeta metav1.TypeMeta
 	return yaml.Unmarshal(data, &typeMeta) == nil && typeMeta.GroupVersionKind().Group == admission.GroupName
 }
@@ -167,7 +167,7 @@ func (c *Configuration) UpstreamWebhookEntry(validating bool, r io.Reader) io.Re
 // of earlier releases, is converted, into upstream's entry (nil when it sets neither
 // kubeConfigFile nor staticManifestsDir) and its dispatch settings (nil when it sets none).
 func WebhookEntry(data []byte, validating bool) (upstream []byte, legacy *admission.WebhookDispatchSettings, err error) {
-	if !IsDispatchKind(data) {
+	if !isDispatchKind(data) {
 		// Not ours: upstream's loader reads it, and reports its errors, as stock does.
 		return data, nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func importProblem(pkg, imp string) string {
 			return "the API tree imports nothing of the module outside itself"
 		}
 	case pkg == loader:
-		if isOurs && !inTree(ours) && !contains(loaderMayImport, ours) {
+		if isOurs && !inTree(ours) && !slices.Contains(loaderMayImport, ours) {
 			return "the loader imports the API tree, not the configuration's readers"
 		}
 	default:
@@ -88,15 +89,6 @@ func importProblem(pkg, imp string) string {
 		}
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestImportProblemCatchesEachDirection: each rule refuses what it is for.
