@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +37,22 @@ func main() {
 	flag.IntVar(&opts.FanOut.Load.Creates, "fan-out-creates", opts.FanOut.Load.Creates, "table 3: timed pod creates per run")
 	flag.IntVar(&opts.Plugins.Count, "bench-count", opts.Plugins.Count, "table 4: go test -count")
 	flag.StringVar(&opts.Plugins.BenchTime, "benchtime", opts.Plugins.BenchTime, "table 4: go test -benchtime")
+	flag.BoolVar(&opts.OnlyDispatch, "only-dispatch", false, "run table 5 alone and write only its section to -out (for working on the dispatch; make bench runs every table)")
+	flag.IntVar(&opts.Dispatch.Repetitions, "dispatch-repetitions", opts.Dispatch.Repetitions, "table 5: repetitions")
+	flag.IntVar(&opts.Dispatch.Load.Creates, "dispatch-creates", opts.Dispatch.Load.Creates, "table 5: timed creates of each kind per overhead run")
+	flag.IntVar(&opts.Dispatch.DeadCreates, "dispatch-dead-creates", opts.Dispatch.DeadCreates, "table 5: creates of each kind per run of the dead-webhook, shadow and Warn rows")
+	flag.Func("dispatch-webhooks", "table 5: the numbers of webhooks, comma-separated (default 1,4,8)", func(v string) error {
+		var sizes []int
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			sizes = append(sizes, n)
+		}
+		opts.Dispatch.Webhooks = sizes
+		return nil
+	})
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "make bench: unexpected arguments %q\n", flag.Args())
@@ -71,7 +89,11 @@ func run(ctx context.Context, opts bench.Options, binDir, repoRoot, workDir, out
 		return fmt.Errorf("%w\n(servers' logs are in %s)", err, workDir)
 	}
 	var doc bytes.Buffer
-	if err := bench.WriteMarkdown(&doc, results); err != nil {
+	write := bench.WriteMarkdown
+	if opts.OnlyDispatch {
+		write = bench.WriteDispatchMarkdown
+	}
+	if err := write(&doc, results); err != nil {
 		return err
 	}
 	if err := harness.WriteFileAtomic(out, doc.Bytes()); err != nil {

@@ -389,22 +389,45 @@ func TestStatCPUTicks(t *testing.T) {
 func TestRatioGoal(t *testing.T) {
 	for _, tc := range []struct {
 		goal        ratioGoal
-		ratio       float64
+		ratio       Summary
 		text, judge string
 	}{
-		{ratioGoal{at: 0.92, most: true}, 0.91, "≤ 0.92", "yes"},
-		{ratioGoal{at: 0.92, most: true}, 0.93, "≤ 0.92", "**no**"},
-		{ratioGoal{at: 1.05}, 1.05, "≥ 1.05", "yes"},
-		{ratioGoal{at: 1.05}, 1.01, "≥ 1.05", "**no**"},
-		{within5, 1.06, "within 5%", "**no**"},
-		{within5, 0.96, "within 5%", "yes"},
-		{ratioGoal{}, 3, "—", "—"},
+		{ratioGoal{at: 0.92, most: true}, single(0.91), "≤ 0.92", "yes"},
+		{ratioGoal{at: 0.92, most: true}, single(0.93), "≤ 0.92", "**no**"},
+		{ratioGoal{at: 1.05}, single(1.05), "≥ 1.05", "yes"},
+		{ratioGoal{at: 1.05}, single(1.01), "≥ 1.05", "**no**"},
+		{within5, single(1.06), "within 5%", "**no**"},
+		{within5, single(0.96), "within 5%", "yes"},
+		{noiseGoal, Summary{Median: 0.9, Min: 0.85, Max: 1.02}, "within noise (range straddles 1)", "yes"},
+		{noiseGoal, Summary{Median: 0.9, Min: 0.85, Max: 0.98}, "within noise (range straddles 1)", "**no**"},
+		{noiseGoal, Summary{Median: 1.1, Min: 1.01, Max: 1.2}, "within noise (range straddles 1)", "**no**"},
+		{ratioGoal{}, single(3), "—", "—"},
 	} {
 		if got := tc.goal.String(); got != tc.text {
 			t.Errorf("%+v: text %q, want %q", tc.goal, got, tc.text)
 		}
 		if got := tc.goal.met(tc.ratio); got != tc.judge {
 			t.Errorf("%+v at %v: %q, want %q", tc.goal, tc.ratio, got, tc.judge)
+		}
+	}
+}
+
+func TestSpentTime(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond) }
+	call := func(from, to int) Interval { return Interval{Start: at(from), End: at(to)} }
+	for _, tc := range []struct {
+		name  string
+		calls []Interval
+		want  time.Duration
+	}{
+		{"none", nil, 0},
+		{"one after another: the sum", []Interval{call(0, 2), call(5, 6), call(3, 4)}, 4 * time.Millisecond},
+		{"in parallel: the union", []Interval{call(0, 4), call(1, 3), call(2, 6)}, 6 * time.Millisecond},
+		{"overlapping and apart", []Interval{call(10, 12), call(0, 3), call(2, 5)}, 7 * time.Millisecond},
+		{"touching", []Interval{call(0, 2), call(2, 3)}, 3 * time.Millisecond},
+	} {
+		if got := (Spent{Calls: tc.calls}).Time(); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,37 +19,61 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/portcullis-k8s/portcullis/internal/controlplane"
 )
 
 // DispatchResult is table 5: our webhook dispatch against stock's, the same webhooks and
 // load on both binaries.
 type DispatchResult struct {
 	Options DispatchOptions
-	// Overhead are the immediate-webhook runs: [server][config] with config 0 the baseline
-	// and then, per Options.Webhooks, validating then mutating; one run per repetition.
+	// Overhead are the immediate-webhook runs: [server][config], per Options.Webhooks
+	// validating, mutating patching and mutating without a patch.
 	Overhead map[string][]DispatchConfigRuns
-	// Dead are the create latencies through one unreachable Ignore webhook; DeadBaseline
-	// without it, on the same server.
-	Dead, DeadBaseline map[string]*Latencies
+	// Dead are, by server, runs of creates through one unreachable Ignore webhook (its
+	// objectSelector matches them) and of creates it does not match, in turn.
+	Dead map[string][]AlternatingRun
 	// FastDeny are the latencies of creates one webhook denies at once while seven hold.
 	FastDeny map[string]*Latencies
 	// Shadow are the runs, on ours, of creates through a mutating webhook in Audit (a shadow)
 	// with maxWait 0s that holds every call for SlowHold, beside an enforced one that answers
 	// at once, and of creates through the enforced one alone, in turn.
-	Shadow []ShadowRun
+	Shadow []AlternatingRun
 	// Warn are the runs, on ours, of creates through a validating webhook in Warn that denies
 	// each after warnHold (the request waits for it: the default), and of creates it does not
 	// match, in turn.
-	Warn []ShadowRun
+	Warn []AlternatingRun
+	// Profiles are ours' and stock's CPU profiles under the largest number of patching
+	// mutating webhooks.
+	Profiles []DispatchProfile
 }
 
 // DispatchConfigRuns are one configuration's runs on one server.
 type DispatchConfigRuns struct {
-	Kind     string // "" for the baseline
+	Kind     string
 	Webhooks int
-	Runs     []LoadRun
+	// Runs are the creates the webhooks matched, Baseline those they did not, in turn with
+	// them in the same run; one of each per repetition.
+	Runs, Baseline []LoadRun
+	// ServerSide are, run by run, the creates' latencies less what the webhooks spent on
+	// each (their handlers' own time): the API server's side of the calls.
+	ServerSide []*Latencies
+}
+
+// unpatchedMutatingKind are mutating webhooks that answer at once without a patch.
+const unpatchedMutatingKind = "mutating-unpatched"
+
+// serverSide is each create's latency less what the webhooks spent on its pod (the time
+// one of them at least was handling it); every create must have reached the webhooks calls
+// times.
+func serverSide(run LoadRun, spent map[string]Spent, calls int) (*Latencies, error) {
+	samples := make([]time.Duration, 0, len(run.ByPod))
+	for name, latency := range run.ByPod {
+		s := spent[name]
+		if len(s.Calls) != calls {
+			return nil, fmt.Errorf("pod %s reached the webhooks %d times, want %d", name, len(s.Calls), calls)
+		}
+		samples = append(samples, latency-s.Time())
+	}
+	return newLatencies(samples), nil
 }
 
 // The servers of table 5: ours with our dispatch configured, ours with no configuration
@@ -132,9 +158,16 @@ func runDispatch(ctx context.Context, env *environment, opts DispatchOptions) (r
 	defer func() { err = errors.Join(err, blackhole.close()) }()
 
 	result = &DispatchResult{Options: opts, Overhead: map[string][]DispatchConfigRuns{},
-		Dead: map[string]*Latencies{}, DeadBaseline: map[string]*Latencies{}, FastDeny: map[string]*Latencies{}}
+		Dead: map[string][]AlternatingRun{}, FastDeny: map[string]*Latencies{}}
 	if err := measureOverhead(ctx, env, servers, webhooks, opts, result); err != nil {
 		return nil, err
+	}
+	for _, name := range []string{oursServer, stockServer} {
+		profile, err := profileDispatch(ctx, env, name, servers[name], webhooks, slices.Max(opts.Webhooks), opts.ProfileWindow, dir)
+		if err != nil {
+			return nil, fmt.Errorf("profiling %s: %w", name, err)
+		}
+		result.Profiles = append(result.Profiles, profile)
 	}
 	for _, name := range []string{oursServer, stockServer} {
 		if err := measureDead(ctx, env, name, servers[name], blackhole, opts, result); err != nil {
@@ -153,21 +186,23 @@ func runDispatch(ctx context.Context, env *environment, opts DispatchOptions) (r
 	return result, nil
 }
 
-// ShadowRun is one run of a softened webhook's case: the creates it matched, and those it
-// did not, one of each in turn, and what became of its calls in the run
-// (portcullis_admission_webhook_shadow_calls_total's increase, by result).
-type ShadowRun struct {
+// AlternatingRun is one run of creates a webhook matched (its objectSelector), and of
+// creates it did not, one of each in turn, so that both share the server's state and the
+// machine's moments and the difference is the webhook's; for a softened webhook, what became
+// of its calls in the run (portcullis_admission_webhook_shadow_calls_total's increase, by
+// result).
+type AlternatingRun struct {
 	With, Without *Latencies
 	Calls         map[string]float64
 }
 
 // AddedP99 is what the webhook added to the run's p99 latency, in seconds.
-func (r ShadowRun) AddedP99() float64 {
+func (r AlternatingRun) AddedP99() float64 {
 	return (r.With.Percentile(99) - r.Without.Percentile(99)).Seconds()
 }
 
 // AddedP50 is what the webhook added to the run's p50 latency, in seconds.
-func (r ShadowRun) AddedP50() float64 {
+func (r AlternatingRun) AddedP50() float64 {
 	return (r.With.Percentile(50) - r.Without.Percentile(50)).Seconds()
 }
 
@@ -181,7 +216,7 @@ const shadowedLabel = "bench.portcullis.dev/shadowed"
 // SlowHold, one create of each in turn: the shadow's added latency.
 func measureShadow(ctx context.Context, env *environment, server *apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) (err error) {
 	api := server.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	config := immediateMutatingWebhooks(webhooks, 1)
+	config := immediateMutatingWebhooks(webhooks, mutatingKind, 1)
 	config.Name = "bench-shadow"
 	shadow := holdMutatingWebhooks(webhooks, 1).Webhooks[0]
 	shadow.Name = shadowWebhook
@@ -214,7 +249,7 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 		if err != nil {
 			return err
 		}
-		run := ShadowRun{With: with, Without: without}
+		run := AlternatingRun{With: with, Without: without}
 		if run.Calls, err = endedShadowCalls(ctx, server.client, shadowWebhook, before, opts.DeadCreates, opts.SlowHold); err != nil {
 			return err
 		}
@@ -228,28 +263,41 @@ func measureShadow(ctx context.Context, env *environment, server *apiServer, web
 	return nil
 }
 
-// timeAlternatingCreates times n creates of pods with label (which a softened webhook
-// matches) and n without, one of each in turn.
+// timeAlternatingCreates times n creates of pods with label (which a webhook matches) and
+// n without, one of each in turn.
 func timeAlternatingCreates(ctx context.Context, client kubernetes.Interface, prefix, label string, n int) (matched, alone *Latencies, err error) {
-	var with, without []time.Duration
+	with, without, err := alternatingCreates(ctx, client, prefix, label, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return with.Latencies, without.Latencies, nil
+}
+
+// alternatingCreates is timeAlternatingCreates with each create's latency by pod.
+func alternatingCreates(ctx context.Context, client kubernetes.Interface, prefix, label string, n int) (matched, alone LoadRun, err error) {
+	runs := [2]LoadRun{{Clients: 1, ByPod: map[string]time.Duration{}}, {Clients: 1, ByPod: map[string]time.Duration{}}}
+	var samples [2][]time.Duration
 	for i := range 2 * n {
 		pod := benchPod(fmt.Sprintf("%s-%d-%d", prefix, i, time.Now().UnixNano()))
-		if i%2 == 0 {
+		side := i % 2 // 0: matched
+		if side == 0 {
 			pod.Labels[label] = "true"
 		}
 		start := time.Now()
 		_, err := client.CoreV1().Pods(dispatchNamespace).Create(ctx, pod, metav1.CreateOptions{})
 		took := time.Since(start)
 		if err != nil {
-			return nil, nil, fmt.Errorf("create %d of %d: %w", i+1, 2*n, err)
+			return LoadRun{}, LoadRun{}, fmt.Errorf("create %d of %d: %w", i+1, 2*n, err)
 		}
-		if i%2 == 0 {
-			with = append(with, took)
-		} else {
-			without = append(without, took)
-		}
+		samples[side] = append(samples[side], took)
+		runs[side].ByPod[pod.Name] = took
+		runs[side].Creates++
+		runs[side].Elapsed += took
 	}
-	return newLatencies(with), newLatencies(without), nil
+	for side := range runs {
+		runs[side].Latencies = newLatencies(samples[side])
+	}
+	return runs[0], runs[1], nil
 }
 
 // The softened webhooks of table 5, named in dispatchConfig.
@@ -299,7 +347,7 @@ func measureWarn(ctx context.Context, env *environment, server *apiServer, webho
 		if err != nil {
 			return err
 		}
-		run := ShadowRun{With: with, Without: without}
+		run := AlternatingRun{With: with, Without: without}
 		if run.Calls, err = shadowCallsSince(ctx, client, warnWebhook, before); err != nil {
 			return err
 		}
@@ -376,24 +424,23 @@ func endedShadowCalls(ctx context.Context, client kubernetes.Interface, webhook 
 	return calls, nil
 }
 
-// measureOverhead runs each configuration on both servers, repetition by repetition, the
-// configurations in a rotating order and the servers alternating which goes first.
+// hookedLabel marks the pods the overhead rows' and the dead webhook's objectSelector
+// matches: creates with and without it alternate, so that each run has its own baseline.
+const hookedLabel = "bench.portcullis.dev/hooked"
+
+// measureOverhead runs each configuration on every server, repetition by repetition, the
+// configurations in a rotating order and the servers too. A run alternates creates the
+// webhooks match with creates they do not: the second are the run's baseline.
 func measureOverhead(ctx context.Context, env *environment, servers map[string]*apiServer, webhooks *webhookServer, opts DispatchOptions, result *DispatchResult) error {
 	type configuration struct {
 		kind     string
 		webhooks int
 	}
-	configs := []configuration{{}}
+	var configs []configuration
 	for _, n := range opts.Webhooks {
-		configs = append(configs, configuration{validatingKind, n}, configuration{mutatingKind, n})
+		configs = append(configs, configuration{validatingKind, n}, configuration{mutatingKind, n}, configuration{unpatchedMutatingKind, n})
 	}
-	clients := map[string][]kubernetes.Interface{}
-	for name, server := range servers {
-		c, err := controlplane.Clients(server.config, opts.Load.Clients)
-		if err != nil {
-			return err
-		}
-		clients[name] = c
+	for name := range servers {
 		runs := make([]DispatchConfigRuns, len(configs))
 		for i, c := range configs {
 			runs[i] = DispatchConfigRuns{Kind: c.kind, Webhooks: c.webhooks}
@@ -408,40 +455,55 @@ func measureOverhead(ctx context.Context, env *environment, servers map[string]*
 			for s := range order {
 				name := order[(rep+k+s)%len(order)]
 				server := servers[name]
-				label := "no webhooks"
-				var remove func(context.Context) error
-				if c.kind != "" {
-					label = fmt.Sprintf("%d %s", c.webhooks, c.kind)
-					var err error
-					if remove, err = installImmediate(ctx, server, webhooks, c.kind, c.webhooks); err != nil {
-						return fmt.Errorf("%s: registering %s webhooks: %w", name, label, err)
-					}
+				label := fmt.Sprintf("%d %s", c.webhooks, c.kind)
+				remove, err := installImmediate(ctx, server, webhooks, c.kind, c.webhooks, map[string]string{hookedLabel: "true"})
+				if err != nil {
+					return fmt.Errorf("%s: registering %s webhooks: %w", name, label, err)
 				}
-				run, err := timedCreatesThenDelete(ctx, clients[name], dispatchNamespace, fmt.Sprintf("overhead-%d-rep-%d", i, rep+1), opts.Load)
+				prefix := fmt.Sprintf("overhead-%d-rep-%d", i, rep+1)
+				if _, _, err := alternatingCreates(ctx, server.client, prefix+"-warm-up", hookedLabel, opts.Load.WarmUp); err != nil {
+					return fmt.Errorf("%s, %s, repetition %d, warm-up: %w", name, label, rep+1, err)
+				}
+				webhooks.takeSpent()
+				with, without, err := alternatingCreates(ctx, server.client, prefix, hookedLabel, opts.Load.Creates)
 				if err != nil {
 					return fmt.Errorf("%s, %s, repetition %d: %w", name, label, rep+1, err)
 				}
-				if remove != nil {
-					if err := remove(ctx); err != nil {
-						return fmt.Errorf("%s: removing %s webhooks: %w", name, label, err)
-					}
+				side, err := serverSide(with, webhooks.takeSpent(), c.webhooks)
+				if err != nil {
+					return fmt.Errorf("%s, %s, repetition %d: %w", name, label, rep+1, err)
 				}
-				env.progressf("dispatch repetition %d/%d, %s, %s: p50 %s", rep+1, opts.Repetitions, name, label, run.P50().Round(time.Microsecond))
-				result.Overhead[name][i].Runs = append(result.Overhead[name][i].Runs, run)
+				if err := remove(ctx); err != nil {
+					return fmt.Errorf("%s: removing %s webhooks: %w", name, label, err)
+				}
+				if err := deleteLoadPods(ctx, server.client, dispatchNamespace); err != nil {
+					return err
+				}
+				env.progressf("dispatch repetition %d/%d, %s, %s: p50 %s (%s at the API server), %s without them", rep+1, opts.Repetitions, name, label,
+					with.P50().Round(time.Microsecond), side.Percentile(50).Round(time.Microsecond), without.P50().Round(time.Microsecond))
+				runs := &result.Overhead[name][i]
+				runs.Runs, runs.Baseline, runs.ServerSide = append(runs.Runs, with), append(runs.Baseline, without), append(runs.ServerSide, side)
 			}
 		}
 	}
 	return nil
 }
 
-// installImmediate registers n webhooks of kind that answer at once and waits until a
-// create reaches all of them; the returned function removes them and waits until none is
-// reached.
-func installImmediate(ctx context.Context, server *apiServer, webhooks *webhookServer, kind string, n int) (func(context.Context) error, error) {
+// installImmediate registers n webhooks of kind that answer at once, matching the pods
+// that carry labels (every pod when labels is nil), and waits until a create reaches all of
+// them; the returned function removes them and waits until none is reached.
+func installImmediate(ctx context.Context, server *apiServer, webhooks *webhookServer, kind string, n int, labels map[string]string) (func(context.Context) error, error) {
 	api := server.client.AdmissionregistrationV1()
+	var selector *metav1.LabelSelector
+	if labels != nil {
+		selector = &metav1.LabelSelector{MatchLabels: labels}
+	}
 	var remove func(context.Context) error
 	if kind == validatingKind {
 		config := immediateValidatingWebhooks(webhooks, n)
+		for i := range config.Webhooks {
+			config.Webhooks[i].ObjectSelector = selector
+		}
 		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
@@ -449,7 +511,10 @@ func installImmediate(ctx context.Context, server *apiServer, webhooks *webhookS
 			return api.ValidatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{})
 		}
 	} else {
-		config := immediateMutatingWebhooks(webhooks, n)
+		config := immediateMutatingWebhooks(webhooks, kind, n)
+		for i := range config.Webhooks {
+			config.Webhooks[i].ObjectSelector = selector
+		}
 		if _, err := api.MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
@@ -457,22 +522,25 @@ func installImmediate(ctx context.Context, server *apiServer, webhooks *webhookS
 			return api.MutatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{})
 		}
 	}
-	if err := waitForCalls(ctx, server, webhooks, immediatePath(kind, n-1), true); err != nil {
+	if err := waitForCalls(ctx, server, webhooks, immediatePath(kind, n-1), labels, true); err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) error {
 		if err := remove(ctx); err != nil {
 			return err
 		}
-		return waitForCalls(ctx, server, webhooks, immediatePath(kind, n-1), false)
+		return waitForCalls(ctx, server, webhooks, immediatePath(kind, n-1), labels, false)
 	}, nil
 }
 
-// waitForCalls waits until a dry-run create reaches path (reached) or does not.
-func waitForCalls(ctx context.Context, server *apiServer, webhooks *webhookServer, path string, reached bool) error {
+// waitForCalls waits until a dry-run create of a pod with labels reaches path (reached) or
+// does not.
+func waitForCalls(ctx context.Context, server *apiServer, webhooks *webhookServer, path string, labels map[string]string, reached bool) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
 		before := webhooks.callCount(path)
-		if err := dryRunCreate(ctx, server.client, dispatchNamespace, benchPod("probe")); err != nil {
+		probe := benchPod("probe")
+		maps.Copy(probe.Labels, labels)
+		if err := dryRunCreate(ctx, server.client, dispatchNamespace, probe); err != nil {
 			return false, fmt.Errorf("probing the webhooks: %w", err)
 		}
 		return (webhooks.callCount(path) > before) == reached, nil
@@ -484,7 +552,8 @@ func waitForCalls(ctx context.Context, server *apiServer, webhooks *webhookServe
 }
 
 // measureDead times creates through one Ignore mutating webhook whose endpoint never
-// answers, after creates without it.
+// answers, and creates it does not match (its objectSelector), in turn: on ours once its
+// breaker is open, a run per repetition; on stock, which pays the timeout, one short run.
 func measureDead(ctx context.Context, env *environment, name string, server *apiServer, blackhole *blackhole, opts DispatchOptions, result *DispatchResult) (err error) {
 	// Every create through an open breaker carries a warning; client-go's default handler
 	// logs each one, which is the harness's time, not the server's.
@@ -494,15 +563,10 @@ func measureDead(ctx context.Context, env *environment, name string, server *api
 	if err != nil {
 		return err
 	}
-	creates := opts.DeadCreates
+	creates, runs := opts.DeadCreates, opts.Repetitions
 	if name == stockServer {
-		creates = opts.StockDeadCreates
+		creates, runs = opts.StockDeadCreates, 1
 	}
-	baseline, err := timeCreates(ctx, client, fmt.Sprintf("dead-baseline-%s", name), creates, false)
-	if err != nil {
-		return err
-	}
-	result.DeadBaseline[name] = baseline
 	dead := deadWebhook(blackhole, opts.DeadTimeoutSeconds)
 	api := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	if _, err := api.Create(ctx, dead, metav1.CreateOptions{}); err != nil {
@@ -515,7 +579,7 @@ func measureDead(ctx context.Context, env *environment, name string, server *api
 	// breaker (threshold calls, each its timeout).
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, policyApplyTimeout, true, func(ctx context.Context) (bool, error) {
 		before := blackhole.accepted()
-		if _, err := timeCreates(ctx, client, "dead-probe", 1, false); err != nil {
+		if _, _, err := timeAlternatingCreates(ctx, client, "dead-probe", hookedLabel, 1); err != nil {
 			return false, err
 		}
 		return blackhole.accepted() > before, nil
@@ -523,19 +587,22 @@ func measureDead(ctx context.Context, env *environment, name string, server *api
 		return fmt.Errorf("the dead webhook was never called: %w", err)
 	}
 	if name == oursServer {
-		for i := 0; i < 10; i++ {
-			if _, err := timeCreates(ctx, client, "dead-open", 1, false); err != nil {
-				return err
-			}
+		if _, _, err := timeAlternatingCreates(ctx, client, "dead-open", hookedLabel, 10); err != nil {
+			return err
 		}
 	}
-	env.progressf("dispatch, %s: %d creates through a dead webhook (timeoutSeconds %d)", name, creates, opts.DeadTimeoutSeconds)
-	latencies, err := timeCreates(ctx, client, fmt.Sprintf("dead-%s", name), creates, false)
-	if err != nil {
-		return err
+	for run := range runs {
+		env.progressf("dispatch, %s: %d creates through a dead webhook (timeoutSeconds %d), %d it does not match, in turn (%d/%d)", name, creates, opts.DeadTimeoutSeconds, creates, run+1, runs)
+		with, without, err := timeAlternatingCreates(ctx, client, fmt.Sprintf("dead-%s-%d", name, run), hookedLabel, creates)
+		if err != nil {
+			return err
+		}
+		result.Dead[name] = append(result.Dead[name], AlternatingRun{With: with, Without: without})
+		if err := deleteLoadPods(ctx, client, dispatchNamespace); err != nil {
+			return err
+		}
 	}
-	result.Dead[name] = latencies
-	return deleteLoadPods(ctx, client, dispatchNamespace)
+	return nil
 }
 
 // measureFastDeny times creates that one validating webhook denies at once while seven
@@ -602,12 +669,14 @@ func immediateValidatingWebhooks(server *webhookServer, n int) *admissionregistr
 	return config
 }
 
-func immediateMutatingWebhooks(server *webhookServer, n int) *admissionregistrationv1.MutatingWebhookConfiguration {
+// immediateMutatingWebhooks are n webhooks of kind (mutatingKind: each patches;
+// unpatchedMutatingKind: none does) that answer at once.
+func immediateMutatingWebhooks(server *webhookServer, kind string, n int) *admissionregistrationv1.MutatingWebhookConfiguration {
 	config := holdMutatingWebhooks(server, n)
-	config.Name = fmt.Sprintf("bench-immediate-mutating-%d", n)
+	config.Name = fmt.Sprintf("bench-immediate-%s-%d", kind, n)
 	for i := range config.Webhooks {
-		config.Webhooks[i].Name = fmt.Sprintf("immediate-%d.mutating.bench.portcullis.dev", i)
-		config.Webhooks[i].ClientConfig = server.clientConfig(immediatePath(mutatingKind, i))
+		config.Webhooks[i].Name = fmt.Sprintf("immediate-%d.%s.bench.portcullis.dev", i, kind)
+		config.Webhooks[i].ClientConfig = server.clientConfig(immediatePath(kind, i))
 	}
 	return config
 }
@@ -623,6 +692,7 @@ func deadWebhook(b *blackhole, timeoutSeconds int32) *admissionregistrationv1.Mu
 		Name:                    "dead.bench.portcullis.dev",
 		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url},
 		Rules:                   podCreateRules(),
+		ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{hookedLabel: "true"}},
 		FailurePolicy:           &ignore,
 		SideEffects:             &none,
 		TimeoutSeconds:          &timeoutSeconds,

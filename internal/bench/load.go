@@ -22,6 +22,9 @@ type LoadRun struct {
 	Elapsed time.Duration
 	// Latencies holds the latency of every create.
 	Latencies *Latencies
+	// ByPod is every create's latency by the pod's name, for figures that take from each
+	// create what the webhooks it reached spent on it.
+	ByPod map[string]time.Duration
 }
 
 // Throughput is creates per second over the run.
@@ -63,13 +66,15 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 		firstErr error
 	)
 	perClient := make([][]time.Duration, len(l.clients))
+	perClientNames := make([][]string, len(l.clients))
 	started := time.Now()
 	for i, client := range l.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			samples := make([]time.Duration, 0, l.count/len(l.clients)+1)
-			defer func() { perClient[i] = samples }()
+			names := make([]string, 0, cap(samples))
+			defer func() { perClient[i], perClientNames[i] = samples, names }()
 			pods := client.CoreV1().Pods(l.namespace)
 			for {
 				n := int(next.Add(1))
@@ -87,6 +92,7 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 					return
 				}
 				samples = append(samples, time.Since(sent))
+				names = append(names, pod.Name)
 			}
 		}()
 	}
@@ -96,8 +102,12 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 		return LoadRun{}, firstErr
 	}
 	var all []time.Duration
-	for _, s := range perClient {
+	byPod := make(map[string]time.Duration, l.count)
+	for i, s := range perClient {
 		all = append(all, s...)
+		for j, name := range perClientNames[i] {
+			byPod[name] = s[j]
+		}
 	}
 	if len(all) != l.count {
 		if err := ctx.Err(); err != nil {
@@ -105,7 +115,7 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 		}
 		return LoadRun{}, fmt.Errorf("recorded %d creates, want %d", len(all), l.count)
 	}
-	return LoadRun{Creates: l.count, Clients: len(l.clients), Elapsed: elapsed, Latencies: newLatencies(all)}, nil
+	return LoadRun{Creates: l.count, Clients: len(l.clients), Elapsed: elapsed, Latencies: newLatencies(all), ByPod: byPod}, nil
 }
 
 // benchPod is the pod every load creates: shaped like a Deployment's pod, with an init

@@ -30,6 +30,8 @@ type Options struct {
 	FanOut   FanOutOptions
 	Plugins  PluginOptions
 	Dispatch DispatchOptions
+	// OnlyDispatch runs table 5 alone: for working on the dispatch, not for docs/benchmarks.md.
+	OnlyDispatch bool
 	// BuildCost says whether table 1 measures what the PGO profile costs the build: two
 	// builds of our binary from an empty cache, several minutes each.
 	BuildCost bool
@@ -84,7 +86,8 @@ type DispatchOptions struct {
 	Webhooks []int
 	// Repetitions is how many times each overhead configuration is measured per server.
 	Repetitions int
-	// Load sizes each overhead run; one client, as in table 3.
+	// Load sizes each overhead run: Creates of each kind (matched and baseline) from one
+	// client, as in table 3 (Clients is not read).
 	Load LoadOptions
 	// DeadTimeoutSeconds is the dead webhook's timeoutSeconds; DeadCreates and
 	// StockDeadCreates are how many creates are timed through it on ours and on stock
@@ -95,6 +98,8 @@ type DispatchOptions struct {
 	// SlowCreates are timed on each server.
 	SlowHold    time.Duration
 	SlowCreates int
+	// ProfileWindow is how long ours and stock are profiled under the most mutating webhooks.
+	ProfileWindow time.Duration
 }
 
 // PluginOptions size table 4: the plugins' Go benchmarks.
@@ -105,8 +110,8 @@ type PluginOptions struct {
 	BenchTime string
 }
 
-// DefaultOptions are `make bench`'s sizes, chosen so that the whole run, builds included,
-// finishes in under 20 minutes on two cores.
+// DefaultOptions are `make bench`'s sizes: the whole run, builds included, takes about 50
+// minutes on two cores.
 func DefaultOptions() Options {
 	return Options{
 		GoTool: "go",
@@ -137,6 +142,7 @@ func DefaultOptions() Options {
 			// A short timeout keeps stock's runs short; ours' figure does not depend on it.
 			DeadTimeoutSeconds: 2, DeadCreates: 1000, StockDeadCreates: 5,
 			SlowHold: 5 * time.Second, SlowCreates: 3,
+			ProfileWindow: 10 * time.Second,
 		},
 	}
 }
@@ -202,6 +208,9 @@ func (o Options) Validate() error {
 		if n < 1 || n > maxWebhooksProbed {
 			errs = append(errs, fmt.Errorf("dispatch webhooks must be from 1 to %d, got %d", maxWebhooksProbed, n))
 		}
+	}
+	if o.Dispatch.ProfileWindow < time.Second {
+		errs = append(errs, fmt.Errorf("dispatch profile window %s: the profile endpoint takes whole seconds, at least 1", o.Dispatch.ProfileWindow))
 	}
 	if o.Dispatch.SlowHold <= 0 {
 		errs = append(errs, fmt.Errorf("dispatch slow hold must be positive, got %s", o.Dispatch.SlowHold))

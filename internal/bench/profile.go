@@ -532,6 +532,6 @@ func (w *profileWorkload) installWebhook(ctx context.Context) error {
 	if err := loadNamespace(ctx, w.server.client, dispatchNamespace); err != nil {
 		return err
 	}
-	_, err := installImmediate(ctx, w.server, w.webhooks, mutatingKind, 1)
+	_, err := installImmediate(ctx, w.server, w.webhooks, mutatingKind, 1, nil)
 	return err
 }

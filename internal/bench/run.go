@@ -81,6 +81,14 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		results.Disturbances = append(results.Disturbances, disturbance(table, before, readCPUSample()))
 		return nil
 	}
+	if opts.OnlyDispatch {
+		env.progressf("table 5 alone: webhook dispatch, ours against stock, %d repetitions", opts.Dispatch.Repetitions)
+		if results.Dispatch, err = runDispatch(ctx, env, opts.Dispatch); err != nil {
+			return nil, err
+		}
+		results.Finished = time.Now()
+		return results, nil
+	}
 	env.progressf("table 1: drop-in cost, %d starts of each binary", opts.DropIn.Starts)
 	if err := measure("table 1, drop-in cost", func() (err error) {
 		results.DropIn, err = runDropIn(ctx, env, opts.DropIn)

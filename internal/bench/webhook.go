@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,38 @@ type webhookServer struct {
 
 	mu    sync.Mutex
 	calls map[string]int
+	// spent is what the immediate webhooks spent on each object, by its name: from each
+	// handler's start to its answer written.
+	spent map[string]Spent
+}
+
+// Spent is what the webhooks spent on one object's requests: each call's handling, from
+// the handler's start to its answer written.
+type Spent struct {
+	Calls []Interval
+}
+
+// Interval is a span of wall time.
+type Interval struct{ Start, End time.Time }
+
+// Time is how long at least one of the calls was being handled: their sum when the server
+// called them one after another (mutating webhooks), less when it called them in parallel
+// (validating ones), whose handling overlaps.
+func (s Spent) Time() time.Duration {
+	calls := slices.SortedFunc(slices.Values(s.Calls), func(a, b Interval) int { return a.Start.Compare(b.Start) })
+	var total time.Duration
+	var covered time.Time // the end of the union so far
+	for _, c := range calls {
+		start := c.Start
+		if start.Before(covered) {
+			start = covered
+		}
+		if c.End.After(start) {
+			total += c.End.Sub(start)
+			covered = c.End
+		}
+	}
+	return total
 }
 
 // startWebhookServer writes a CA and a serving certificate for 127.0.0.1 into dir and serves
@@ -70,6 +103,7 @@ func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) 
 		caBundle: caPEM,
 		hold:     hold,
 		calls:    map[string]int{},
+		spent:    map[string]Spent{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(securityContextDenyPath, s.serveSecurityContextDeny)
@@ -103,6 +137,25 @@ func (s *webhookServer) count(path string) {
 	s.calls[path]++
 }
 
+// spend records a call about the object name handled from start to now.
+func (s *webhookServer) spend(name string, start time.Time) {
+	end := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.spent[name]
+	sp.Calls = append(sp.Calls, Interval{Start: start, End: end})
+	s.spent[name] = sp
+}
+
+// takeSpent returns what the immediate webhooks spent by object name since the last take.
+func (s *webhookServer) takeSpent() map[string]Spent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spent := s.spent
+	s.spent = map[string]Spent{}
+	return spent
+}
+
 // holdPath is the path of the i-th hold webhook of a kind ("validating" or "mutating").
 func holdPath(kind string, i int) string { return fmt.Sprintf("%s%s/%d", holdPathPrefix, kind, i) }
 
@@ -129,13 +182,16 @@ func immediatePath(kind string, i int) string {
 }
 
 // serveImmediate answers at once; under the mutating kind's paths with a patch adding the
-// annotation bench.portcullis.dev/<path's index>.
+// annotation bench.portcullis.dev/<path's index>. It records what it spent on each call:
+// the request's time at the API server is the create's latency less that.
 func (s *webhookServer) serveImmediate(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	review, ok := readReview(w, r)
 	if !ok {
 		return
 	}
 	s.count(r.URL.Path)
+	defer func() { s.spend(review.Request.Name, start) }()
 	response := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
 	if strings.HasPrefix(r.URL.Path, immediatePathPrefix+mutatingKind+"/") {
 		var pod struct {

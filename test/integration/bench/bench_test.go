@@ -46,6 +46,7 @@ func TestHarness(t *testing.T) {
 		Dispatch: bench.DispatchOptions{
 			Webhooks: dispatchWebhooks, Repetitions: 1, Load: bench.LoadOptions{Creates: 6, WarmUp: 2, Clients: 1, Timeout: 2 * time.Minute},
 			DeadTimeoutSeconds: 1, DeadCreates: 3, StockDeadCreates: 1, SlowHold: time.Second, SlowCreates: 1,
+			ProfileWindow: time.Second,
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -122,29 +123,49 @@ func TestHarness(t *testing.T) {
 		d := results.Dispatch
 		for _, server := range []string{"ours", "ours, no settings", "stock"} {
 			configs := d.Overhead[server]
-			if len(configs) != 1+2*len(dispatchWebhooks) {
-				t.Fatalf("%s: %d overhead configurations, want %d", server, len(configs), 1+2*len(dispatchWebhooks))
+			if len(configs) != 3*len(dispatchWebhooks) {
+				t.Fatalf("%s: %d overhead configurations, want %d", server, len(configs), 3*len(dispatchWebhooks))
 			}
 			for _, c := range configs {
-				if len(c.Runs) != 1 {
-					t.Errorf("%s, %d %s: %d runs, want 1", server, c.Webhooks, c.Kind, len(c.Runs))
+				if len(c.Runs) != 1 || len(c.Baseline) != 1 || len(c.ServerSide) != 1 {
+					t.Errorf("%s, %d %s: %d runs, %d baselines, %d at the API server, want 1 each", server, c.Webhooks, c.Kind, len(c.Runs), len(c.Baseline), len(c.ServerSide))
 					continue
 				}
 				checkLoad(t, server+" "+c.Kind, c.Runs[0], d.Options.Load)
+				checkLoad(t, server+" "+c.Kind+" baseline", c.Baseline[0], d.Options.Load)
+				// What the webhooks spent is taken from each create: never more than it took.
+				if side := c.ServerSide[0]; side.Count() != d.Options.Load.Creates || side.Percentile(50) <= 0 || side.Percentile(100) > c.Runs[0].Latencies.Percentile(100) {
+					t.Errorf("%s, %d %s: at the API server %d creates, p50 %s, max %s: want every create, positive, within its latency",
+						server, c.Webhooks, c.Kind, side.Count(), side.Percentile(50), side.Percentile(100))
+				}
 			}
 			if server == "ours, no settings" {
 				// Only the overhead runs: the dead-webhook and fast-deny rows compare our
 				// dispatch with stock.
 				continue
 			}
-			want := map[string]int{"dead": d.Options.DeadCreates, "fast deny": d.Options.SlowCreates}
+			runs, creates := d.Options.Repetitions, d.Options.DeadCreates
 			if server == "stock" {
-				want["dead"] = d.Options.StockDeadCreates
+				runs, creates = 1, d.Options.StockDeadCreates
 			}
-			for what, l := range map[string]*bench.Latencies{"dead": d.Dead[server], "fast deny": d.FastDeny[server]} {
-				if l == nil || l.Count() != want[what] {
-					t.Errorf("%s, %s: %v latencies, want %d", server, what, l, want[what])
+			if len(d.Dead[server]) != runs {
+				t.Errorf("%s: %d dead-webhook runs, want %d", server, len(d.Dead[server]), runs)
+			}
+			for _, run := range d.Dead[server] {
+				if run.With.Count() != creates || run.Without.Count() != creates {
+					t.Errorf("%s, dead webhook: %d and %d creates, want %d of each", server, run.With.Count(), run.Without.Count(), creates)
 				}
+			}
+			if l := d.FastDeny[server]; l == nil || l.Count() != d.Options.SlowCreates {
+				t.Errorf("%s, fast deny: %v latencies, want %d", server, l, d.Options.SlowCreates)
+			}
+		}
+		if len(d.Profiles) != 2 {
+			t.Fatalf("%d profiles, want ours and stock's", len(d.Profiles))
+		}
+		for _, p := range d.Profiles {
+			if p.Creates == 0 || p.Dispatch <= 0 || len(p.Top) == 0 || p.PerCall() <= 0 {
+				t.Errorf("%s's profile: %d creates, %s under Dispatch, %d functions: want all measured", p.Server, p.Creates, p.Dispatch, len(p.Top))
 			}
 		}
 	})
@@ -202,7 +223,7 @@ func TestHarness(t *testing.T) {
 			{bench.HeadingPolicy, 7, 4},
 			{bench.HeadingFanOut, 8, 1 + 2*len(fanOutWebhooks)},
 			{bench.HeadingPlugins, 8, pluginRows},
-			{bench.HeadingDispatch, 8, 2 * len(dispatchWebhooks)},
+			{bench.HeadingDispatch, 11, 3 * len(dispatchWebhooks)},
 		} {
 			header, rows, err := tableAfter(text, table.heading)
 			if err != nil {

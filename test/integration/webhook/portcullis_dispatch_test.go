@@ -118,6 +118,7 @@ func TestPortcullisDispatch(t *testing.T) {
 	t.Run("early exit", func(t *testing.T) { testEarlyExit(t, dispatch) })
 	t.Run("mutating chain: stock's bytes", func(t *testing.T) { testStockBytes(t, e, dispatch, stock) })
 	t.Run("multi-version custom resource chain: stock's bytes and object", func(t *testing.T) { testMultiVersionChain(t, e, dispatch, stock) })
+	t.Run("patch shapes, a pod through seven patching webhooks: stock's bytes and object", func(t *testing.T) { testPatchShapesMatchStock(t, e, dispatch, stock) })
 	t.Run("metrics, audit annotations and warnings: stock's", func(t *testing.T) {
 		testRecordsMatchStock(t, e, map[string]*cluster{"our dispatch": dispatch, "ours, no settings": unconfigured, "stock": stock})
 	})

@@ -5,11 +5,13 @@ package webhook
 // (upstream's webhook metrics and the webhook audit annotations).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -263,5 +266,136 @@ func testRecordsMatchStock(t *testing.T, e *env, servers map[string]*cluster) {
 				t.Errorf("the client's warnings differ from stock's:\n%s: %q\nstock: %q", side, warnings[side], warnings["stock"])
 			}
 		})
+	}
+}
+
+// patchShapes are the mutating webhooks of testPatchShapesMatchStock, in order: each patches
+// a pod in one of the ways webhooks do, so that between them every path of the dispatch's
+// patch application runs (a member of an object set, replaced or removed; an array appended
+// to; a patch that changes nothing; none), with a defaulted field removed (defaulting puts
+// it back before the next webhook) and a reinvoked webhook.
+var patchShapes = []struct {
+	name     string
+	reinvoke bool
+	respond  func(c *call) *admissionv1.AdmissionResponse
+}{
+	{"label", true, func(c *call) *admissionv1.AdmissionResponse {
+		return patched(setLabel(c.objectMeta(), "shape/label", "yes"))
+	}},
+	{"annotate", false, func(c *call) *admissionv1.AdmissionResponse {
+		return patched(setAnnotation(c.objectMeta(), "shape/annotation", "<&>"))
+	}},
+	{"sidecar", false, func(c *call) *admissionv1.AdmissionResponse {
+		return patched(patchOp{Op: "add", Path: "/spec/containers/-", Value: map[string]any{"name": "sidecar", "image": "registry.k8s.io/pause:3.10"}})
+	}},
+	{"undefault", false, func(*call) *admissionv1.AdmissionResponse {
+		return patched(patchOp{Op: "remove", Path: "/spec/dnsPolicy"})
+	}},
+	{"replace", false, func(*call) *admissionv1.AdmissionResponse {
+		return patched(patchOp{Op: "replace", Path: "/spec/restartPolicy", Value: "Never"})
+	}},
+	{"unchanged", false, func(c *call) *admissionv1.AdmissionResponse {
+		return patched(setLabel(c.objectMeta(), "app", c.objectMeta().Labels["app"]))
+	}},
+	{"no-patch", false, func(*call) *admissionv1.AdmissionResponse { return nil }},
+}
+
+// creationTimestamp is an object's creation time, which differs between two servers.
+var creationTimestamp = regexp.MustCompile(`"creationTimestamp":"[^"]*"`)
+
+// testPatchShapesMatchStock: the same pod created on ours and on stock through patchShapes,
+// then a validating webhook: every call of every webhook (the reinvoked one's two included)
+// receives from ours the body stock sends it, but for the request's uid and managedFields'
+// times, and the pods stored are the same but for what the server assigns.
+func testPatchShapesMatchStock(t *testing.T, e *env, ours, stock *cluster) {
+	const nsName, podName = "patch-shapes", "shaped"
+	servers := map[string]*cluster{"ours": ours, "stock": stock}
+	k := map[string]*suiteCase{}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{caseLabel: "patch-shapes"}}
+	podRule := rule([]string{""}, []string{"v1"}, []string{"pods"}, opCreate)
+	for side, c := range servers {
+		k[side] = newCase(c, "patch-shapes-"+side)
+		if _, err := c.Client.CoreV1().Namespaces().Create(requestContext(t), &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: nsName, Labels: map[string]string{caseLabel: "patch-shapes"}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: creating namespace %s: %v", side, nsName, err)
+		}
+		if _, err := c.Client.CoreV1().ServiceAccounts(nsName).Create(requestContext(t), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: creating the default ServiceAccount: %v", side, err)
+		}
+		var hooks []admissionregistrationv1.MutatingWebhook
+		for _, shape := range patchShapes {
+			path := k[side].path(shape.name)
+			e.hooks.handle(path, shape.respond)
+			hook := mutatingHook(shape.name+".patch-shapes.webhook.test", e.hooks.clientConfig(path), selector, podRule)
+			if shape.reinvoke {
+				hook.ReinvocationPolicy = ptr(admissionregistrationv1.IfNeededReinvocationPolicy)
+			}
+			hooks = append(hooks, hook)
+		}
+		c.createMutating(t, mutatingConfig("patch-shapes", hooks...))
+		e.hooks.handle(k[side].path("final"), func(*call) *admissionv1.AdmissionResponse { return nil })
+		c.createValidating(t, validatingConfig("patch-shapes",
+			validatingHook("final.patch-shapes.webhook.test", e.hooks.clientConfig(k[side].path("final")), selector, podRule)))
+	}
+
+	stored := map[string]*corev1.Pod{}
+	uids := map[string]string{}
+	for side, c := range servers {
+		client, _ := tokenClients(t, c)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: podName, Labels: map[string]string{"app": "shaped"}},
+			// No token volume, whose name each server draws at random.
+			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr(false), Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+		}
+		if _, err := client.CoreV1().Pods(nsName).Create(requestContext(t), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: creating the pod: %v", side, err)
+		}
+		got, err := c.Client.CoreV1().Pods(nsName).Get(requestContext(t), podName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: reading the pod back: %v", side, err)
+		}
+		uids[side] = string(got.UID)
+		// What each server assigns on its own.
+		got.UID, got.ResourceVersion, got.CreationTimestamp, got.ManagedFields = "", "", metav1.Time{}, nil
+		stored[side] = got
+	}
+	if !apiequality.Semantic.DeepEqual(stored["ours"], stored["stock"]) {
+		t.Errorf("ours stored a pod other than stock's:\n ours: %+v\nstock: %+v", stored["ours"], stored["stock"])
+	}
+	s := stored["stock"]
+	if s.Labels["shape/label"] != "yes" || len(s.Spec.Containers) != 2 || s.Spec.DNSPolicy != corev1.DNSClusterFirst || s.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Fatalf("stock's pod is not what the webhooks made it (the scenario did not run): %+v", s)
+	}
+
+	var names []string
+	for _, shape := range patchShapes {
+		names = append(names, shape.name)
+	}
+	for _, hook := range append(names, "final") {
+		bodies := map[string][][]byte{}
+		for side, c := range k {
+			for _, call := range callsFor(e.hooks, c.path(hook), podName) {
+				// The validating webhook sees what the server assigned: the pod's uid and
+				// creation time.
+				body := bytes.ReplaceAll(normalizeRequestBody(call), []byte(uids[side]), []byte("POD-UID"))
+				bodies[side] = append(bodies[side], creationTimestamp.ReplaceAll(body, []byte(`"creationTimestamp":"TIME"`)))
+			}
+		}
+		want := 1
+		if hook == patchShapes[0].name {
+			want = 2 // reinvoked: the sidecar changed the pod after it
+		}
+		if len(bodies["stock"]) != want {
+			t.Fatalf("stock called webhook %s %d times, want %d", hook, len(bodies["stock"]), want)
+		}
+		if len(bodies["ours"]) != len(bodies["stock"]) {
+			t.Fatalf("ours called webhook %s %d times, stock %d", hook, len(bodies["ours"]), len(bodies["stock"]))
+		}
+		for i := range bodies["stock"] {
+			if !bytes.Equal(bodies["ours"][i], bodies["stock"][i]) {
+				t.Errorf("webhook %s, call %d: a request body other than stock's:\n%s", hook, i+1, firstDifference(bodies["ours"][i], bodies["stock"][i]))
+			}
+		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	admissionv1beta1 "k8s.io/api/admission/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,19 +73,6 @@ func (e *EncodedObjects) Reset() {
 	clear(e.bytes)
 }
 
-// fill replaces a request's objects by their cached JSON.
-func (e *EncodedObjects) fill(ext *runtime.RawExtension) error {
-	if ext.Object == nil {
-		return nil
-	}
-	raw, err := e.JSON(ext.Object)
-	if err != nil {
-		return err
-	}
-	ext.Raw = raw
-	return nil
-}
-
 // Call is one call to one webhook.
 type Call struct {
 	ClientManager *webhookutil.ClientManager
@@ -132,7 +117,8 @@ func (c *Call) Do(ctx context.Context, respond Respond) (Outcome, error) {
 	if err != nil {
 		return Failed, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("could not get REST client: %w", err), Status: apierrors.NewInternalError(err)}
 	}
-	if err := c.encodeObjects(request); err != nil {
+	body, err := encodeReview(request, c.Encoded)
+	if err != nil {
 		// Where stock's client fails to encode the request body: a failed call, under the
 		// webhook's failure policy, that says nothing of the webhook.
 		return Abandoned, &webhookutil.ErrCallingWebhook{WebhookName: c.Name, Reason: fmt.Errorf("failed to call webhook: %w", err), Status: apierrors.NewServiceUnavailable("error calling webhook")}
@@ -156,7 +142,7 @@ func (c *Call) Do(ctx context.Context, respond Respond) (Outcome, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	r := client.Post().Body(request)
+	r := client.Post().SetHeader("Content-Type", runtime.ContentTypeJSON).Body(body)
 	// Tell the webhook how long it has, in whole seconds rounded up, as stock does.
 	if deadline, ok := ctx.Deadline(); ok {
 		if timeout := time.Until(deadline); timeout > 0 {
@@ -212,22 +198,6 @@ func (c *Call) Do(ctx context.Context, respond Respond) (Outcome, error) {
 		warning.AddWarning(ctx, "", w)
 	}
 	return respond(result, span)
-}
-
-func (c *Call) encodeObjects(request runtime.Object) error {
-	switch r := request.(type) {
-	case *admissionv1.AdmissionReview:
-		if err := c.Encoded.fill(&r.Request.Object); err != nil {
-			return err
-		}
-		return c.Encoded.fill(&r.Request.OldObject)
-	case *admissionv1beta1.AdmissionReview:
-		if err := c.Encoded.fill(&r.Request.Object); err != nil {
-			return err
-		}
-		return c.Encoded.fill(&r.Request.OldObject)
-	}
-	return nil
 }
 
 // Skip is why a call was not made, or failed, for a reason of ours: an open breaker, or the

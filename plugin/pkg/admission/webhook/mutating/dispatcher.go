@@ -461,7 +461,7 @@ func (d *dispatcher) apply(h *admissionregistrationv1.MutatingWebhook, result *w
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
-	patchedJSON, err := patch.Apply(currentJSON)
+	patchedJSON, err := applyPatch(currentJSON, patch, current)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
