@@ -448,6 +448,7 @@ func measureOverhead(ctx context.Context, env *environment, servers map[string]*
 		result.Overhead[name] = runs
 	}
 	order := []string{oursServer, oursDefaultServer, stockServer}
+	defer webhooks.stopSpending()
 	for rep := range opts.Repetitions {
 		for k := range configs {
 			i := (rep + k) % len(configs)

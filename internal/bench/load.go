@@ -22,8 +22,8 @@ type LoadRun struct {
 	Elapsed time.Duration
 	// Latencies holds the latency of every create.
 	Latencies *Latencies
-	// ByPod is every create's latency by the pod's name, for figures that take from each
-	// create what the webhooks it reached spent on it.
+	// ByPod is every create's latency by the pod's name (alternatingCreates only), for
+	// figures that take from each create what the webhooks it reached spent on it.
 	ByPod map[string]time.Duration
 }
 
@@ -66,15 +66,13 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 		firstErr error
 	)
 	perClient := make([][]time.Duration, len(l.clients))
-	perClientNames := make([][]string, len(l.clients))
 	started := time.Now()
 	for i, client := range l.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			samples := make([]time.Duration, 0, l.count/len(l.clients)+1)
-			names := make([]string, 0, cap(samples))
-			defer func() { perClient[i], perClientNames[i] = samples, names }()
+			defer func() { perClient[i] = samples }()
 			pods := client.CoreV1().Pods(l.namespace)
 			for {
 				n := int(next.Add(1))
@@ -92,7 +90,6 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 					return
 				}
 				samples = append(samples, time.Since(sent))
-				names = append(names, pod.Name)
 			}
 		}()
 	}
@@ -102,12 +99,8 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 		return LoadRun{}, firstErr
 	}
 	var all []time.Duration
-	byPod := make(map[string]time.Duration, l.count)
-	for i, s := range perClient {
+	for _, s := range perClient {
 		all = append(all, s...)
-		for j, name := range perClientNames[i] {
-			byPod[name] = s[j]
-		}
 	}
 	if len(all) != l.count {
 		if err := ctx.Err(); err != nil {
@@ -115,7 +108,7 @@ func (l createLoad) run(ctx context.Context) (LoadRun, error) {
 		}
 		return LoadRun{}, fmt.Errorf("recorded %d creates, want %d", len(all), l.count)
 	}
-	return LoadRun{Creates: l.count, Clients: len(l.clients), Elapsed: elapsed, Latencies: newLatencies(all), ByPod: byPod}, nil
+	return LoadRun{Creates: l.count, Clients: len(l.clients), Elapsed: elapsed, Latencies: newLatencies(all)}, nil
 }
 
 // benchPod is the pod every load creates: shaped like a Deployment's pod, with an init

@@ -53,8 +53,8 @@ type webhookServer struct {
 
 	mu    sync.Mutex
 	calls map[string]int
-	// spent is what the immediate webhooks spent on each object, by its name: from each
-	// handler's start to its answer written.
+	// spent is what the immediate webhooks spent on each object, by its name, from each
+	// handler's start to its answer written; nil (nothing recorded) until takeSpent.
 	spent map[string]Spent
 }
 
@@ -103,7 +103,6 @@ func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) 
 		caBundle: caPEM,
 		hold:     hold,
 		calls:    map[string]int{},
-		spent:    map[string]Spent{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(securityContextDenyPath, s.serveSecurityContextDeny)
@@ -142,18 +141,29 @@ func (s *webhookServer) spend(name string, start time.Time) {
 	end := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.spent == nil {
+		return
+	}
 	sp := s.spent[name]
 	sp.Calls = append(sp.Calls, Interval{Start: start, End: end})
 	s.spent[name] = sp
 }
 
-// takeSpent returns what the immediate webhooks spent by object name since the last take.
+// takeSpent returns what the immediate webhooks spent by object name since the last take,
+// and records from now on.
 func (s *webhookServer) takeSpent() map[string]Spent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	spent := s.spent
 	s.spent = map[string]Spent{}
 	return spent
+}
+
+// stopSpending stops recording what the webhooks spend.
+func (s *webhookServer) stopSpending() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spent = nil
 }
 
 // holdPath is the path of the i-th hold webhook of a kind ("validating" or "mutating").
