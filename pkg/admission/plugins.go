@@ -49,6 +49,7 @@ func Plugins() []Plugin {
 			Anchor:   Before("LimitRanger"),
 			Register: podpreset.Register,
 			Since:    releases.First,
+			Refuses:  "new pods while the server starts, until it has read the PodPresets (not yet ready to handle request)",
 		},
 		{
 			// Where 1.10 had it: before PodPreset, so before LimitRanger, whose defaults then
@@ -84,6 +85,10 @@ func Plugins() []Plugin {
 			Phase:    Mutating,
 			Anchor:   After("MutatingAdmissionWebhook"),
 			Register: initializers.Register,
+			Refuses: "a create that names its pending initializers (the " + initializers.PendingAnnotation + " annotation) without the initialize verb on the resource, " +
+				"as a controller copying a pending owner's annotations does; an initialization result on create, or after initialization has completed; " +
+				"an update that adds pending initializers, or changes them through a subresource or without initialize; a stale update of a pending object (a conflict); " +
+				"removing a pending pod's scheduling gate; new objects its configurations match while the server starts, until it has read them",
 			Prerequisite: "deploy each initializer's controller before an InitializerConfiguration names it: every new object a configuration " +
 				"matches waits for its initializers (a pod does not run until they are done); docs/plugins/initializers.md",
 			Since: releases.V1372Portcullis1,

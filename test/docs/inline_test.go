@@ -3,6 +3,7 @@ package docs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -26,6 +27,18 @@ func TestEveryInlineCommandAccounted(t *testing.T) {
 		entries[[2]string{e.File, e.Text}] = e
 		if (e.Block == "") == (e.NotRun == "") {
 			t.Errorf("%s: the entry for %q needs either Block or NotRun, not both or neither", e.File, e.Text)
+		}
+	}
+	all, err := commandSpans(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range CommandNames {
+		if !slices.ContainsFunc(all, func(s InlineSpan) bool { return s.Text == name }) {
+			t.Errorf("test/docs.CommandNames lists `%s`, which no page shows", name)
+		}
+		if e, listed := slices.BinarySearch(CommandNames, name); !listed || CommandNames[e] != name {
+			t.Errorf("test/docs.CommandNames is not sorted at `%s`", name)
 		}
 	}
 	seen := map[[2]string]bool{}
@@ -89,6 +102,7 @@ func TestInlineCommands(t *testing.T) {
 		{File: "README.md", Line: 1, Text: "kubectl get --raw /readyz"},
 		{File: "README.md", Line: 8, Text: "./kube-apiserver preflight --manifest …"},
 		{File: "README.md", Line: 9, Text: "cp /a /b"},
+		{File: "docs/a.md", Line: 1, Text: "systemctl cat kube-apiserver"},
 		{File: "docs/a.md", Line: 1, Text: "journalctl -u x -f"},
 	}
 	if len(got) != len(want) {

@@ -106,6 +106,11 @@ func TestOperatingKubeadm(t *testing.T) {
 	if !bytes.Equal(docs.ReadFile(t, running), docs.ReadFile(t, filepath.Join(n.root, renderedManifest))) {
 		t.Errorf("/etc/kubernetes/manifests/kube-apiserver.yaml is not the rendered manifest")
 	}
+	// Step 1 again, as an operator going through the guide once more: stock's backup stays.
+	n.run(t, docs.Operating, docs.KeyKubeadmBackup)
+	if got := docs.ReadFile(t, filepath.Join(n.root, "kube-apiserver.yaml.stock")); !bytes.Equal(got, stock) {
+		t.Errorf("step 1 run again after the swap replaced stock's backup with the running manifest")
+	}
 
 	// The kubelet restarts the pod from the new manifest; then the check, of that server.
 	chains := n.serveManifest(t)

@@ -123,6 +123,11 @@ func TestOperatingSystemd(t *testing.T) {
 	if err := os.Chmod(filepath.Join(etc, "kube-apiserver.env"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Step 2 again, after step 3: the backup stays the running unit's.
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackup), opts)
+	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
+		t.Errorf("step 2 run again after step 3 replaced the backup with the new environment file")
+	}
 	// The kit's files as shipped drop the node's own flag: step 4 refuses them, naming it.
 	stdout, stderr, err := docs.Exec(t, docs.Block(t, docs.Operating, docs.KeySystemdPreflight), opts)
 	if err == nil || !strings.Contains(stdout, "--service-node-port-range=20000-22767, which the running unit") {
@@ -173,19 +178,25 @@ func newSystemdNode(t *testing.T) *systemdNode {
 }
 
 // TestOperatingSystemdRollback runs 4's systemd rollback on a node that runs this release
-// after an upgrade: the kit's unit and environment file, our plugins enabled. Stock of the
-// minor before the upgrade is still installed where an earlier rollback put it: preflight
-// refuses it, naming both versions; the guide's blocks install stock of the version the node
-// runs from its server archive, keep the running environment file and point the unit at
-// stock, and with our plugin names taken out, preflight passes.
+// after an upgrade: the kit's unit and environment file, our plugins enabled. An earlier
+// rollback, before the upgrade, kept the file of the release of ours it ran then: this one
+// keeps the file that runs now. Stock of the minor before the upgrade is still installed:
+// preflight refuses it, naming both versions; the guide's blocks install stock of the version
+// the node runs from its server archive, keep the running environment file and point the unit
+// at stock, and with our plugin names taken out, preflight passes. Going back puts the kept
+// file in place once preflight passes it, and refuses an earlier release's.
 func TestOperatingSystemdRollback(t *testing.T) {
 	n := newSystemdNode(t)
 	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdInstall), n.opts)
 	writeFile(t, filepath.Join(n.units, "kube-apiserver.service"), n.unit)
 	envFile := filepath.Join(n.etc, "kube-apiserver.env")
-	writeFile(t, envFile, n.env)
-	if err := os.Chmod(envFile, 0o600); err != nil {
-		t.Fatal(err)
+	kept := filepath.Join(n.root, "portcullis-rollback", "kube-apiserver.env")
+	writeEnv := func(env string) {
+		t.Helper()
+		writeFile(t, envFile, env)
+		if err := os.Chmod(envFile, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	kube := kubernetesVersion(t)
 	var minor int
@@ -193,28 +204,40 @@ func TestOperatingSystemdRollback(t *testing.T) {
 		t.Fatalf("%s: %v", kube, err)
 	}
 	before := fmt.Sprintf("v1.%d.0", minor-1)
-	older := filepath.Join(n.kube, before, "kube-apiserver")
-	writeFile(t, older, "#!/bin/sh\necho 'Kubernetes "+before+"'\n")
-	if err := os.Chmod(older, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// The version's server archive, unpacked beside ./kube-apiserver.
 	archived := filepath.Join(n.dir, "kubernetes", "server", "bin", "kube-apiserver")
 	writeFile(t, archived, string(docs.ReadFile(t, n.tl.bins.StockAPIServer)))
 	if err := os.Chmod(archived, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	install := docs.Block(t, docs.Operating, docs.KeySystemdRollbackInstall)
 
-	// Run twice, as an operator may: the second run keeps the first copy of the running file.
+	// A rollback before the upgrade, from the release of ours of the minor before; then back
+	// to it (the kept file put back), then the upgrade to this release.
+	earlierOurs := "/usr/local/lib/portcullis/" + before + "+portcullis.1/kube-apiserver"
+	writeFile(t, filepath.Join(n.lib, before+"+portcullis.1", "kube-apiserver"), "#!/bin/sh\necho 'Kubernetes "+before+"+portcullis.1'\n")
+	if err := os.Chmod(filepath.Join(n.lib, before+"+portcullis.1", "kube-apiserver"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	earlierEnv := setEnv(t, n.env, "KUBE_APISERVER_BINARY", earlierOurs)
+	writeEnv(earlierEnv)
+	docs.Run(t, install, n.opts)
+	if got := string(docs.ReadFile(t, kept)); got != earlierEnv {
+		t.Fatal("the earlier rollback did not keep the environment file it ran")
+	}
+	writeEnv(earlierEnv)
+	writeEnv(n.env)
+
+	// This rollback, run twice, as an operator may: the second run keeps the first copy.
 	for range 2 {
-		docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdRollbackInstall), n.opts)
+		docs.Run(t, install, n.opts)
 	}
 	installed := filepath.Join(n.kube, kube, "kube-apiserver")
 	if !bytes.Equal(docs.ReadFile(t, installed), docs.ReadFile(t, n.tl.bins.StockAPIServer)) {
 		t.Errorf("%s is not stock's binary", installed)
 	}
-	if got := string(docs.ReadFile(t, filepath.Join(n.root, "portcullis-rollback", "kube-apiserver.env"))); got != n.env {
-		t.Error("the kept environment file is not the running one")
+	if got := string(docs.ReadFile(t, kept)); got != n.env {
+		t.Error("the kept environment file is not the one running this release (an earlier rollback's was kept)")
 	}
 	pointed := string(docs.ReadFile(t, envFile))
 	if !strings.Contains(pointed, "\nKUBE_APISERVER_BINARY=/usr/local/lib/kubernetes/"+kube+"/kube-apiserver\n") {
@@ -225,17 +248,38 @@ func TestOperatingSystemdRollback(t *testing.T) {
 	check := docs.Block(t, docs.Operating, docs.KeySystemdRollbackPreflight)
 
 	// Stock left from before the upgrade: refused.
-	writeFile(t, envFile, setEnv(t, pointed, "KUBE_APISERVER_BINARY", "/usr/local/lib/kubernetes/"+before+"/kube-apiserver"))
+	older := filepath.Join(n.kube, before, "kube-apiserver")
+	writeFile(t, older, "#!/bin/sh\necho 'Kubernetes "+before+"'\n")
+	if err := os.Chmod(older, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeEnv(setEnv(t, pointed, "KUBE_APISERVER_BINARY", "/usr/local/lib/kubernetes/"+before+"/kube-apiserver"))
 	stdout, stderr, err := docs.Exec(t, check, n.opts)
 	var exit *exec.ExitError
 	if want := "stock kube-apiserver " + before + ", not " + kube + ", the version the node runs"; !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stdout, want) {
 		t.Errorf("preflight --rollback of a unit running stock %s: error %v, want exit 1 saying %q\n%s\n%s", before, err, want, stdout, stderr)
 	}
 	// As the guide says: passes.
-	writeFile(t, envFile, pointed)
+	writeEnv(pointed)
 	out, _ := docs.Run(t, check, n.opts)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight --rollback of the unit pointed at stock %s:\n%s", kube, out)
+	}
+
+	// Going back: a kept file of the release before is refused, and nothing is put in place.
+	back := docs.Block(t, docs.Operating, docs.KeySystemdGoingBack)
+	writeFile(t, kept, earlierEnv)
+	if stdout, stderr, err := docs.Exec(t, back, n.opts); !errors.As(err, &exit) || !strings.Contains(stdout, earlierOurs) {
+		t.Errorf("going back to the release before the upgrade: error %v, want preflight refusing %s\n%s\n%s", err, earlierOurs, stdout, stderr)
+	}
+	if got := string(docs.ReadFile(t, envFile)); got != pointed {
+		t.Error("going back with a refused file changed the environment file")
+	}
+	// The file this rollback kept: in place.
+	writeFile(t, kept, n.env)
+	docs.Run(t, back, n.opts)
+	if got := string(docs.ReadFile(t, envFile)); got != n.env {
+		t.Error("going back did not put the kept environment file in place")
 	}
 }
 

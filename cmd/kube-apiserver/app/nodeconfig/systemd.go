@@ -32,6 +32,10 @@ type SystemdService struct {
 	// Environment is what Environment= and the environment files give the process (and
 	// ExecStart's expansion), by name.
 	Environment map[string]string
+	// Dependencies are the unit's [Unit] and [Install] settings (when and with what it starts),
+	// by section and name ("Unit.After", "Install.WantedBy"), in the order they apply; an empty
+	// assignment resets one.
+	Dependencies map[string][]string
 
 	// sources are, by setting, the files of the assignments in Settings, in the same order.
 	sources map[string][]string
@@ -54,8 +58,8 @@ func ReadSystemdUnitCopy(unitPath string, environmentFiles ...string) (*SystemdS
 }
 
 func readSystemdUnit(unitPath string, environmentFiles []string, dropInRoots []string) (*SystemdService, error) {
-	unit, sources := map[string][]string{}, map[string][]string{}
-	if err := parseUnit(unitPath, unit, sources); err != nil {
+	unit, sources, dependencies := map[string][]string{}, map[string][]string{}, map[string][]string{}
+	if err := parseUnit(unitPath, unit, sources, dependencies); err != nil {
 		return nil, err
 	}
 	dropIns, err := systemdDropIns(unitPath, dropInRoots)
@@ -63,7 +67,7 @@ func readSystemdUnit(unitPath string, environmentFiles []string, dropInRoots []s
 		return nil, fmt.Errorf("%s: %w", unitPath, err)
 	}
 	for _, dropIn := range dropIns {
-		if err := parseUnit(dropIn, unit, sources); err != nil {
+		if err := parseUnit(dropIn, unit, sources, dependencies); err != nil {
 			return nil, fmt.Errorf("%s: drop-in: %w", unitPath, err)
 		}
 	}
@@ -122,7 +126,7 @@ func readSystemdUnit(unitPath string, environmentFiles []string, dropInRoots []s
 	if from := sources["ExecStart"]; len(from) > 0 {
 		execStartFile = from[len(from)-1]
 	}
-	return &SystemdService{Args: args, Program: program, ExecStartFile: execStartFile, Settings: unit, Environment: env, sources: sources}, nil
+	return &SystemdService{Args: args, Program: program, ExecStartFile: execStartFile, Settings: unit, Environment: env, Dependencies: dependencies, sources: sources}, nil
 }
 
 // systemdDropIns returns the unit's drop-ins, <unit>.d/*.conf in the unit's directory and
@@ -174,8 +178,8 @@ func withoutEnvWrapper(program string, args []string) (string, []string) {
 // parseUnit adds the [Service] settings of a unit file or drop-in to settings, in order,
 // line continuations joined, and the file of each assignment to sources; an empty assignment
 // resets a setting, as in systemd (for the capability settings, to the empty set: it is kept
-// as the value "").
-func parseUnit(path string, settings, sources map[string][]string) error {
+// as the value ""). The [Unit] and [Install] settings go to dependencies, by section and name.
+func parseUnit(path string, settings, sources, dependencies map[string][]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -200,7 +204,7 @@ func parseUnit(path string, settings, sources map[string][]string) error {
 			section = full
 			continue
 		}
-		if section != "[Service]" {
+		if section != "[Service]" && section != "[Unit]" && section != "[Install]" {
 			continue
 		}
 		key, value, ok := strings.Cut(full, "=")
@@ -208,6 +212,15 @@ func parseUnit(path string, settings, sources map[string][]string) error {
 			return fmt.Errorf("%s: cannot parse %q", path, full)
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if section != "[Service]" {
+			key = strings.Trim(section, "[]") + "." + key
+			if value == "" {
+				delete(dependencies, key)
+			} else {
+				dependencies[key] = append(dependencies[key], value)
+			}
+			continue
+		}
 		switch {
 		case value == "" && capabilitySettings[key]:
 			settings[key], sources[key] = []string{""}, []string{path}

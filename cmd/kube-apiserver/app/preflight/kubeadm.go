@@ -94,8 +94,10 @@ func (r *PreflightReport) checkImage(where, image, targetVersion, ours string) {
 // names on an image that is not a Portcullis release (kubeadm rendered without our patch:
 // stock refuses the names and the pod never becomes ready), or a Portcullis image of another
 // release or Kubernetes version than kubeadm renders (targetVersion; this release's when
-// empty). A stock image with no plugin of ours is a rollback's manifest: nothing to say.
-func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, ours string) {
+// empty). A stock image with no plugin of ours is a rollback's manifest, which must run the
+// version the cluster runs: targetVersion, else that of runningImage (--running-manifest's),
+// else this release's.
+func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, runningImage, ours string) {
 	_, tag, known := r.imageRelease(manifest, image, ours, r.rollback || len(ourPluginNames(r.Args)) > 0)
 	if !known {
 		return
@@ -104,8 +106,20 @@ func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, our
 		if strings.Contains(tag, portcullisTag) {
 			r.problem("%s: --rollback, but the image %s is a Portcullis release: render stock's (take Portcullis's patch out of the patches directory, docs/operating.md, 4)", manifest, image)
 		}
-		if targetVersion != "" && tag != "" && tag != imageTag(targetVersion) {
-			r.problem("%s: the image %s is not stock's %s, the version the cluster runs (--kubernetes-version): a rollback must not change the version", manifest, image, targetVersion)
+		want, from := targetVersion, "--kubernetes-version"
+		if want == "" && runningImage != "" {
+			if want = imageKubernetesVersion(runningImage); want != "" {
+				from = "the running manifest's image " + runningImage
+			} else {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("the running manifest's image %s names no version by its tag: give --kubernetes-version, the version the cluster runs, to have the rollback's checked against it", runningImage))
+			}
+		}
+		if want == "" {
+			want, _, _ = strings.Cut(ours, "+")
+			from = "this preflight's release, " + ours
+		}
+		if tag != "" && tag != imageTag(want) {
+			r.problem("%s: the image %s is not stock's %s, the version the cluster runs (%s): a rollback must not change the version", manifest, image, want, from)
 		}
 	}
 	if !strings.Contains(tag, portcullisTag) {
@@ -115,6 +129,17 @@ func (r *PreflightReport) checkManifestImage(manifest, image, targetVersion, our
 		return
 	}
 	r.checkImage(manifest, image, targetVersion, ours)
+}
+
+// imageKubernetesVersion is the Kubernetes version an image's tag names, stock's (v1.37.2) or a
+// Portcullis release's (v1.37.2_portcullis.1), or "" when it names none.
+func imageKubernetesVersion(image string) string {
+	_, tag, _ := splitImage(image)
+	kube, _, _ := strings.Cut(tag, portcullisTag)
+	if !kubernetesVersionPattern.MatchString(kube) {
+		return ""
+	}
+	return kube
 }
 
 // splitImage splits an image reference into its repository's last path element, its tag and

@@ -209,8 +209,10 @@ func TestCheckManifestImage(t *testing.T) {
 	stockFlags := []string{"--enable-admission-plugins=NodeRestriction"}
 	tests := []struct {
 		name, image, target string
-		args                []string
-		rollback            bool
+		// running is --running-manifest's image.
+		running  string
+		args     []string
+		rollback bool
 		// release is --image-release.
 		release     string
 		wantProblem string
@@ -260,11 +262,22 @@ func TestCheckManifestImage(t *testing.T) {
 			wantProblem: "--rollback, but the image " + ourImage + " is a Portcullis release"},
 		{name: "a rollback to another version", image: "registry.k8s.io/kube-apiserver:v1.37.1", args: stockFlags, rollback: true, target: kube,
 			wantProblem: "is not stock's " + kube + ", the version the cluster runs"},
+		// Without --kubernetes-version, the version the running manifest's image runs: after
+		// an upgrade, a render (or a backup) of the version before is refused.
+		{name: "a rollback to the version before an upgrade, against the running manifest", image: "registry.k8s.io/kube-apiserver:v1.36.4", args: stockFlags, rollback: true,
+			running: "r.example/kube-apiserver:v1.37.2_portcullis.1", wantProblem: "is not stock's " + kube + ", the version the cluster runs (the running manifest's image r.example/kube-apiserver:v1.37.2_portcullis.1)"},
+		{name: "a rollback to the running manifest's version", image: "registry.k8s.io/kube-apiserver:" + kube, args: stockFlags, rollback: true,
+			running: "r.example/kube-apiserver:v1.37.2_portcullis.1@sha256:0123"},
+		{name: "a rollback of a node of another patch, against the running manifest", image: "registry.k8s.io/kube-apiserver:v1.37.1", args: stockFlags, rollback: true,
+			running: "r.example/kube-apiserver:v1.37.1_portcullis.2"},
+		// Nothing says the cluster's version: this release's.
+		{name: "a rollback to another version, nothing naming the cluster's", image: "registry.k8s.io/kube-apiserver:v1.36.4", args: stockFlags, rollback: true,
+			wantProblem: "is not stock's " + kube + ", the version the cluster runs (this preflight's release, " + ours + ")"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &PreflightReport{Args: tc.args, rollback: tc.rollback, digestRelease: tc.release}
-			r.checkManifestImage("m.yaml", tc.image, tc.target, ours)
+			r.checkManifestImage("m.yaml", tc.image, tc.target, tc.running, ours)
 			if tc.wantProblem == "" {
 				if len(r.Problems) > 0 {
 					t.Errorf("want no problem, got %q", r.Problems)

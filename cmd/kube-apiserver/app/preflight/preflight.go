@@ -163,6 +163,8 @@ func NewCommand() *cobra.Command {
 				return usage(errors.New("--running-environment-file goes with --running-unit"))
 			case imageRelease != "" && patches == "" && manifest == "":
 				return usage(errors.New("--image-release goes with --kubeadm-patches or --manifest"))
+			case cmd.Flags().Changed("kubernetes-version") && kubernetesVersion == "":
+				return usage(errors.New("--kubernetes-version is empty: give the version the cluster runs (v1.37.2); the command that was to print it printed nothing"))
 			case kubernetesVersion != "" && !kubernetesVersionPattern.MatchString(kubernetesVersion):
 				return usage(fmt.Errorf("--kubernetes-version %s: want a Kubernetes version (v1.37.2)", kubernetesVersion))
 			case imageRelease != "" && !validImageRelease(imageRelease):
@@ -218,7 +220,11 @@ func NewCommand() *cobra.Command {
 				report.digestRelease = imageRelease
 				if pod != nil {
 					report.checkHostPathMounts(pod.HostPathMounts)
-					report.checkManifestImage(manifest, pod.Image, kubernetesVersion, version.Get().GitVersion)
+					runningImage := ""
+					if running != nil {
+						runningImage = running.Image
+					}
+					report.checkManifestImage(manifest, pod.Image, kubernetesVersion, runningImage, version.Get().GitVersion)
 				}
 				if service != nil {
 					report.checkSandbox(service)

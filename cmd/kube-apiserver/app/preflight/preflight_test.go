@@ -557,6 +557,8 @@ func TestPreflightUsageExitCode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
+		// want is in the error, when set.
+		want string
 	}{
 		{name: "a flag preflight does not know", args: []string{"--no-such-flag"}},
 		{name: "flags that do not go together", args: []string{"--manifest", "a.yaml", "--systemd-unit", "b.service"}},
@@ -565,6 +567,9 @@ func TestPreflightUsageExitCode(t *testing.T) {
 		{name: "nothing to check", args: []string{}},
 		{name: "a running unit without a unit", args: []string{"--manifest", "a.yaml", "--running-unit", "b.service"}},
 		{name: "a running environment file without a running unit", args: []string{"--systemd-unit", "a.service", "--running-environment-file", "b.env"}},
+		// The guide's $(sed ...) that found no kubernetesVersion: not "no version given".
+		{name: "an empty Kubernetes version", args: []string{"--rollback", "--manifest", "a.yaml", "--running-manifest", "b.yaml", "--kubernetes-version", ""},
+			want: "--kubernetes-version is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int
@@ -573,8 +578,8 @@ func TestPreflightUsageExitCode(t *testing.T) {
 			cmd.SetOut(&out)
 			cmd.SetErr(&out)
 			cmd.SetArgs(tc.args)
-			if err := cmd.Execute(); err == nil || code != ExitUsage {
-				t.Errorf("preflight %q: error %v, exit code %d; want an error and exit code %d\n%s", tc.args, err, code, ExitUsage, out.String())
+			if err := cmd.Execute(); err == nil || code != ExitUsage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("preflight %q: error %v, exit code %d; want an error saying %q and exit code %d\n%s", tc.args, err, code, tc.want, ExitUsage, out.String())
 			}
 		})
 	}

@@ -93,6 +93,7 @@ func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeco
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", name, shown(name, next.Effective(name)), runningPath))
 	}
+	r.compareDependencies(runningPath, running, next)
 	for _, name := range slices.Sorted(maps.Keys(running.Environment)) {
 		if running.ExpandsVariable(name) {
 			continue
@@ -102,6 +103,69 @@ func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeco
 			r.problem("the environment variable %s, which the running unit %s gives the server, is gone from the new unit: carry it over (Environment= in a drop-in, or the environment file)", name, runningPath)
 		case value != running.Environment[name]:
 			r.problem("the environment variable %s, which the running unit %s gives the server, changes its value in the new unit: carry it over as it is (Environment= in a drop-in, or the environment file)", name, runningPath)
+		}
+	}
+}
+
+// unitDependencyLists are the [Unit] and [Install] settings whose values are lists of units
+// or conditions, each kept or not on its own; unitDependenciesUnjudged change nothing in how
+// the server starts.
+var (
+	unitDependencyLists      = regexp.MustCompile(`^Unit\.(After|Before|Requires|Wants|BindsTo|Requisite|PartOf|Upholds|Conflicts|OnFailure|OnSuccess|Condition.*|Assert.*)$|^Install\.(WantedBy|RequiredBy|UpheldBy|Also|Alias)$`)
+	unitDependenciesUnjudged = map[string]bool{"Unit.Description": true, "Unit.Documentation": true}
+)
+
+// compareDependencies reports what the new unit changes in when and with what the server
+// starts: a unit the running one is ordered after, requires, wants, conflicts with or is
+// wanted by ([Unit], [Install]), or a condition it checks, gone from the new unit, and any
+// other such setting (StartLimitBurst=, DefaultDependencies=, ...) gone or changed, are
+// problems; what the new unit adds is a note (the kit's unit waits for network-online.target).
+func (r *PreflightReport) compareDependencies(runningPath string, running, next *nodeconfig.SystemdService) {
+	const hint = "carry it over in a drop-in of the new unit, or take it out of the running unit first if it is meant to go"
+	label := func(name string) string {
+		section, key, _ := strings.Cut(name, ".")
+		return "[" + section + "] " + key
+	}
+	items := func(name string, values []string) []string {
+		if strings.HasPrefix(name, "Unit.Condition") || strings.HasPrefix(name, "Unit.Assert") {
+			return values
+		}
+		return strings.Fields(strings.Join(values, " "))
+	}
+	for _, name := range slices.Sorted(maps.Keys(running.Dependencies)) {
+		if unitDependenciesUnjudged[name] {
+			continue
+		}
+		before, after := running.Dependencies[name], next.Dependencies[name]
+		if !unitDependencyLists.MatchString(name) {
+			switch was, is := unitValue(name, before), unitValue(name, after); {
+			case was == is:
+			case len(after) == 0:
+				r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", label(name), strings.Join(before, " "), runningPath, hint)
+			default:
+				r.problem("%s= changes from %s (the running unit %s's) to %s: %s", label(name), strings.Join(before, " "), runningPath, strings.Join(after, " "), hint)
+			}
+			continue
+		}
+		kept := items(name, after)
+		for _, item := range items(name, before) {
+			if !slices.Contains(kept, item) {
+				r.problem("%s=%s, which the running unit %s has, is gone from the new unit: it changes when or with what the server starts; %s", label(name), item, runningPath, hint)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(next.Dependencies)) {
+		if unitDependenciesUnjudged[name] {
+			continue
+		}
+		had := items(name, running.Dependencies[name])
+		for _, item := range items(name, next.Dependencies[name]) {
+			if !slices.Contains(had, item) && unitDependencyLists.MatchString(name) {
+				r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not have", label(name), item, runningPath))
+			}
+		}
+		if _, ok := running.Dependencies[name]; !ok && !unitDependencyLists.MatchString(name) {
+			r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", label(name), strings.Join(next.Dependencies[name], " "), runningPath))
 		}
 	}
 }
@@ -194,6 +258,8 @@ func (r *PreflightReport) checkRollbackProgram(service, running *nodeconfig.Syst
 		if v, err := programVersion(running.Program); err == nil {
 			want, _, _ = strings.Cut(v, "+")
 			from = "the running unit's " + running.Program
+		} else {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("--rollback: the running unit's program does not say its version (%v), so the version the node runs is taken from this preflight's release, %s: give --kubernetes-version if the node runs another", err, ours))
 		}
 	}
 	if want == "" {

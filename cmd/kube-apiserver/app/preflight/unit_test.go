@@ -104,6 +104,8 @@ func TestCheckRollbackProgram(t *testing.T) {
 		// running is the running unit's program, when --running-unit is given.
 		running     string
 		wantProblem string
+		// wantWarning is a warning the check gives.
+		wantWarning string
 	}{
 		{name: "stock of the version the node runs", program: stock},
 		{name: "stock of the version named", program: older, target: "v1.36.5"},
@@ -119,6 +121,9 @@ func TestCheckRollbackProgram(t *testing.T) {
 		{name: "a program that does not say", program: failing, wantProblem: "which does not say its version (" + failing + " --version: exit status 1: unknown flag: --version)"},
 		{name: "another program", program: other, wantProblem: "not a Kubernetes component's version"},
 		{name: "missing", program: filepath.Join(dir, "missing"), wantProblem: "which does not say its version"},
+		// A running unit's program that does not answer: this preflight's version, said.
+		{name: "a running program that does not say", program: stock, running: failing,
+			wantWarning: "the running unit's program does not say its version (" + failing + " --version: exit status 1: unknown flag: --version), so the version the node runs is taken from this preflight's release, " + ours},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +138,10 @@ func TestCheckRollbackProgram(t *testing.T) {
 				t.Errorf("want no problem, got %q", r.Problems)
 			case tc.wantProblem != "" && (len(r.Problems) != 1 || !strings.Contains(r.Problems[0], tc.wantProblem)):
 				t.Errorf("want one problem saying %q, got %q", tc.wantProblem, r.Problems)
+			}
+			if got := slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "does not say its version") }); got != (tc.wantWarning != "") ||
+				tc.wantWarning != "" && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {
+				t.Errorf("warnings %q, want one saying %q (none when empty)", r.Warnings, tc.wantWarning)
 			}
 		})
 	}
@@ -203,25 +212,85 @@ SetCredential=token:secret
 			}
 			r := &PreflightReport{}
 			r.compareUnits("RUNNING", before, after)
-			if len(r.Problems) != len(tc.wantProblems) {
-				t.Errorf("problems: %q, want %d", r.Problems, len(tc.wantProblems))
-			}
-			for i := range min(len(r.Problems), len(tc.wantProblems)) {
-				if !strings.HasPrefix(r.Problems[i], tc.wantProblems[i]) {
-					t.Errorf("problem %d = %q, want it to start %q", i, r.Problems[i], tc.wantProblems[i])
-				}
-			}
+			checkComparison(t, r, tc.wantProblems, tc.wantNotes)
 			for _, p := range r.Problems {
 				if strings.Contains(p, "secret") {
 					t.Errorf("a problem prints an environment variable's value: %q", p)
 				}
 			}
-			for _, want := range tc.wantNotes {
-				if !slices.Contains(r.Notes, want) {
-					t.Errorf("no note %q; notes: %q", want, r.Notes)
-				}
-			}
 		})
+	}
+}
+
+// TestCompareDependencies: the kit's unit replaces the running one's [Unit] and [Install]
+// sections too; what the running unit starts after, requires or is wanted by must stay.
+func TestCompareDependencies(t *testing.T) {
+	const service = "[Service]\nExecStart=/usr/local/bin/kube-apiserver --secure-port=6443\n"
+	const running = "[Unit]\nDescription=the API server\nAfter=network-online.target etcd.service\nRequires=etcd.service\n" +
+		"ConditionPathExists=/etc/kubernetes/pki/apiserver.crt\nStartLimitBurst=10\n" + service + "[Install]\nWantedBy=multi-user.target\n"
+	// The kit's: its own description, network-online.target, multi-user.target.
+	const kit = "[Unit]\nDescription=Kubernetes API server (Portcullis)\nWants=network-online.target\nAfter=network-online.target\n" + service + "[Install]\nWantedBy=multi-user.target\n"
+	tests := []struct {
+		name, next   string
+		wantProblems []string
+		wantNotes    []string
+	}{
+		{name: "the same unit", next: running},
+		{name: "the kit's unit in its place", next: kit,
+			wantProblems: []string{
+				"[Unit] After=etcd.service, which the running unit RUNNING has, is gone from the new unit",
+				"[Unit] ConditionPathExists=/etc/kubernetes/pki/apiserver.crt, which the running unit RUNNING has, is gone",
+				"[Unit] Requires=etcd.service, which the running unit RUNNING has, is gone",
+				"[Unit] StartLimitBurst=10, which the running unit RUNNING sets, is gone from the new unit",
+			},
+			wantNotes: []string{"the new unit adds [Unit] Wants=network-online.target, which the running unit RUNNING does not have"}},
+		{name: "carried over in a drop-in", next: kit, wantNotes: []string{"the new unit adds [Unit] Wants=network-online.target"}},
+		{name: "reset by a drop-in", next: running + "[Install]\nWantedBy=\n",
+			wantProblems: []string{"[Install] WantedBy=multi-user.target, which the running unit RUNNING has, is gone"}},
+	}
+	dir := t.TempDir()
+	before, err := nodeconfig.ReadSystemdUnit(writeFile(t, dir, "running-kube-apiserver.service", running))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			unitDir := t.TempDir()
+			unit := writeFile(t, unitDir, "kube-apiserver.service", tc.next)
+			if tc.name == "carried over in a drop-in" {
+				if err := os.Mkdir(filepath.Join(unitDir, "kube-apiserver.service.d"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(unitDir, "kube-apiserver.service.d"), "10-etcd.conf",
+					"[Unit]\nAfter=etcd.service\nRequires=etcd.service\nConditionPathExists=/etc/kubernetes/pki/apiserver.crt\nStartLimitBurst=10\n")
+			}
+			after, err := nodeconfig.ReadSystemdUnitCopy(unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &PreflightReport{}
+			r.compareUnits("RUNNING", before, after)
+			checkComparison(t, r, tc.wantProblems, tc.wantNotes)
+		})
+	}
+}
+
+// checkComparison checks a unit comparison's problems, in order, each starting as wanted, and
+// that a note starts as each of wantNotes.
+func checkComparison(t *testing.T, r *PreflightReport, wantProblems, wantNotes []string) {
+	t.Helper()
+	if len(r.Problems) != len(wantProblems) {
+		t.Errorf("problems: %q, want %d", r.Problems, len(wantProblems))
+	}
+	for i := range min(len(r.Problems), len(wantProblems)) {
+		if !strings.HasPrefix(r.Problems[i], wantProblems[i]) {
+			t.Errorf("problem %d = %q, want it to start %q", i, r.Problems[i], wantProblems[i])
+		}
+	}
+	for _, want := range wantNotes {
+		if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("no note %q; notes: %q", want, r.Notes)
+		}
 	}
 }
 

@@ -48,6 +48,16 @@ func TestPreflightVerdictParts(t *testing.T) {
 			wantChanges:  []string{"SecurityContextDeny, PodPreset, DenyEscalatingExec stop"},
 		},
 		{
+			// Refusals of their own protocol (the pending list, the gates) and of their start.
+			name:    "initializers and presets enforcing",
+			plugins: "NodeRestriction,Initializers,PodPreset",
+			wantRefusals: []string{
+				"Initializers (enforcing): a create that names its pending initializers",
+				"removing a pending pod's scheduling gate",
+				"PodPreset (enforcing): new pods while the server starts",
+			},
+		},
+		{
 			name:    "refusals a configuration decides: a guard check at Deny, unresolved volumes refused, breakers and budgets",
 			plugins: "NodeRestriction,WebhookConfigurationGuard,PersistentVolumeLabel,MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
 			entries: "- name: WebhookConfigurationGuard\n  configuration:\n    apiVersion: admission.portcullis.io/v1alpha1\n    kind: WebhookConfigurationGuardConfiguration\n    checks:\n      catchAll: Deny\n" +
