@@ -49,7 +49,8 @@ func Plugins() []Plugin {
 			Anchor:   Before("LimitRanger"),
 			Register: podpreset.Register,
 			Since:    releases.First,
-			Refuses:  "new pods while the server starts, until it has read the PodPresets (not yet ready to handle request)",
+			Refuses: "new pods (mirror pods and pods excluded by its annotation apart) until its podpresets.settings.k8s.io CRD is " +
+				"established and the presets read (not yet ready to handle request): at each start, and for as long as the CRD cannot be created",
 		},
 		{
 			// Where 1.10 had it: before PodPreset, so before LimitRanger, whose defaults then
@@ -85,10 +86,12 @@ func Plugins() []Plugin {
 			Phase:    Mutating,
 			Anchor:   After("MutatingAdmissionWebhook"),
 			Register: initializers.Register,
-			Refuses: "a create that names its pending initializers (the " + initializers.PendingAnnotation + " annotation) without the initialize verb on the resource, " +
-				"as a controller copying a pending owner's annotations does; an initialization result on create, or after initialization has completed; " +
-				"an update that adds pending initializers, or changes them through a subresource or without initialize; a stale update of a pending object (a conflict); " +
-				"removing a pending pod's scheduling gate; new objects its configurations match while the server starts, until it has read them",
+			Refuses: "while the server starts, every create of an object (mirror pods and creates that name their pending initializers apart) once a wait " +
+				"for the InitializerConfigurations to be read runs out (500 LoadingConfiguration); a create that names its pending initializers (the " +
+				initializers.PendingAnnotation + " annotation) without the initialize verb on the resource, as a controller copying a pending owner's " +
+				"annotations does, or names invalid ones; an initialization result on create, or once initialization has completed; an update that adds " +
+				"pending initializers, or changes them or the result through a subresource or without initialize; removing a pending pod's scheduling gate; " +
+				"an update that sets a failure result is answered with it and the object deleted, or refused when the requester may not delete it",
 			Prerequisite: "deploy each initializer's controller before an InitializerConfiguration names it: every new object a configuration " +
 				"matches waits for its initializers (a pod does not run until they are done); docs/plugins/initializers.md",
 			Since: releases.V1372Portcullis1,

@@ -46,7 +46,7 @@ type Entry struct {
 const (
 	// docs/operating.md
 	KeyCheckBinary       = "sha256sum --check --ignore-missing SHA256SUMS"
-	KeyKubeadmBackup     = "cp /etc/kubernetes/manifests/kube-apiserver.yaml /root/kube-apiserver.yaml.stock"
+	KeyKubeadmBackup     = "cp /etc/kubernetes/manifests/kube-apiserver.yaml /root/kube-apiserver.yaml.partial"
 	KeyKubeadmInstall    = "install -d /etc/kubernetes/patches /etc/kubernetes/portcullis"
 	KeyKubeadmJoinRender = "KUBEADM_JOIN_DRYRUN_DIR=/root/portcullis-join-render kubeadm join phase control-plane-prepare control-plane"
 	KeyKubeadmPatchCheck = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches\n"
@@ -63,7 +63,8 @@ const (
 	// 4's systemd rollback: stock of the running version installed, then its check.
 	KeySystemdRollbackInstall   = "install -D -m 0755 kubernetes/server/bin/kube-apiserver"
 	KeySystemdRollbackPreflight = "--running-environment-file /root/portcullis-rollback/kube-apiserver.env"
-	KeySystemdGoingBack         = "--environment-file /root/portcullis-rollback/kube-apiserver.env &&"
+	KeySystemdGoingBack         = "--running-environment-file /etc/kubernetes/kube-apiserver.env &&"
+	KeySystemdBackupAway        = "mv /root/portcullis-backup /root/portcullis-backup."
 	KeyUpgradePatch             = "./kube-apiserver preflight --kubeadm-patches /etc/kubernetes/patches --kubernetes-version \"${NEW%%+*}\""
 	// Step 3's blocks, for nodes on cgroup v2 and on cgroup v1 (the flag): the plain node block
 	// is a prefix of the other, so its key is the whole line.
@@ -135,6 +136,7 @@ var Blocks = []Entry{
 	{File: "docs/operating.md", Key: KeySystemdRollbackInstall, Test: runnerPackage + ".TestOperatingSystemdRollback"},
 	{File: "docs/operating.md", Key: KeySystemdRollbackPreflight, Test: runnerPackage + ".TestOperatingSystemdRollback"},
 	{File: "docs/operating.md", Key: KeySystemdGoingBack, Test: runnerPackage + ".TestOperatingSystemdRollback"},
+	{File: "docs/operating.md", Key: KeySystemdBackupAway, Test: runnerPackage + ".TestOperatingSystemd"},
 	{File: "docs/operating.md", Key: "systemctl restart kube-apiserver", Untestable: "restarts a live systemd unit and reads its journal: the real node runs the server as a static pod, not under systemd"},
 	{File: "docs/operating.md", Key: "kubeadm config images pull --config /root/kubeadm-cluster.yaml", Untestable: "pulls from registry.k8s.io, which this machine cannot reach (the real node imports the images it runs: docs/node.md)"},
 	{File: "docs/operating.md", Key: KeyRollbackKubeadm, Test: operatingKubeadmTest},

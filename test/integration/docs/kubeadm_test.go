@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -166,7 +167,16 @@ func TestOperatingKubeadm(t *testing.T) {
 	docs.Run(t, docs.RenderWithoutPreflight(t), n.opts)
 	out, _ = n.run(t, docs.Operating, docs.KeyRollbackRender)
 	stockImage := "registry.k8s.io/kube-apiserver:" + upgradedTo
-	if saved := apiServerContainer(t, readPod(t, filepath.Join(n.root, "kube-apiserver.yaml.stock"))).Image; saved == stockImage {
+	// The rollback's first block moved step 1's backup away, so that the next swap saves the
+	// manifest that runs then.
+	if _, err := os.Stat(filepath.Join(n.root, "kube-apiserver.yaml.stock")); err == nil {
+		t.Error("the rollback left step 1's backup in place: a later swap would keep it")
+	}
+	movedAway, _ := filepath.Glob(filepath.Join(n.root, "kube-apiserver.yaml.stock.*"))
+	if len(movedAway) != 1 {
+		t.Fatalf("step 1's backup moved away: %q, want one", movedAway)
+	}
+	if saved := apiServerContainer(t, readPod(t, movedAway[0])).Image; saved == stockImage {
 		t.Fatalf("the manifest saved at install runs %s already: the rollback could not be told from restoring it", saved)
 	}
 	if !strings.Contains(out, "image: "+stockImage) {

@@ -112,7 +112,23 @@ func TestOperatingSystemd(t *testing.T) {
 	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdInstall), opts)
 	// A drop-in of the node's own, which the backup keeps.
 	writeFile(t, filepath.Join(units, "kube-apiserver.service.d", "10-limits.conf"), "[Service]\nLimitNOFILE=1048576\n")
-	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackup), opts)
+	// A copy that fails (the environment file elsewhere) marks nothing taken: the block run
+	// again, once the path is right, takes the backup whole.
+	backup := docs.Block(t, docs.Operating, docs.KeySystemdBackup)
+	envPath := filepath.Join(etc, "kube-apiserver.env")
+	if err := os.Rename(envPath, envPath+".elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := docs.Exec(t, backup, opts); err == nil {
+		t.Error("step 2 with the environment file missing succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(root, "portcullis-backup", "taken")); err == nil {
+		t.Error("step 2 with the environment file missing marked the backup taken")
+	}
+	if err := os.Rename(envPath+".elsewhere", envPath); err != nil {
+		t.Fatal(err)
+	}
+	docs.Run(t, backup, opts)
 	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.service.d", "10-limits.conf"))); !strings.Contains(got, "LimitNOFILE=1048576") {
 		t.Errorf("the backup did not keep the unit's drop-in: %q", got)
 	}
@@ -124,7 +140,7 @@ func TestOperatingSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Step 2 again, after step 3: the backup stays the running unit's.
-	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackup), opts)
+	docs.Run(t, backup, opts)
 	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != runningEnv {
 		t.Errorf("step 2 run again after step 3 replaced the backup with the new environment file")
 	}
@@ -143,6 +159,18 @@ func TestOperatingSystemd(t *testing.T) {
 	out, _ := docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdPreflight), opts)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("preflight of the new unit:\n%s", out)
+	}
+
+	// After a rollback the backup is moved away, and the next swap's step 2 backs up the unit
+	// that runs then.
+	docs.Run(t, docs.Block(t, docs.Operating, docs.KeySystemdBackupAway), opts)
+	if moved, _ := filepath.Glob(filepath.Join(root, "portcullis-backup.*", "kube-apiserver.env")); len(moved) != 1 {
+		t.Errorf("the backup moved away: %q, want one", moved)
+	}
+	now := string(docs.ReadFile(t, filepath.Join(etc, "kube-apiserver.env")))
+	docs.Run(t, backup, opts)
+	if got := string(docs.ReadFile(t, filepath.Join(root, "portcullis-backup", "kube-apiserver.env"))); got != now {
+		t.Error("step 2 after the backup was moved away did not back up the environment file that runs")
 	}
 }
 
@@ -212,6 +240,20 @@ func TestOperatingSystemdRollback(t *testing.T) {
 	}
 	install := docs.Block(t, docs.Operating, docs.KeySystemdRollbackInstall)
 
+	// An environment file that names no binary (a unit of the operator's own): the block
+	// stops before it changes anything.
+	noBinary := strings.Replace(n.env, "\nKUBE_APISERVER_BINARY=", "\n#KUBE_APISERVER_BINARY=", 1)
+	writeEnv(noBinary)
+	if _, _, err := docs.Exec(t, install, n.opts); err == nil {
+		t.Error("the rollback block with no KUBE_APISERVER_BINARY succeeded")
+	}
+	if got := string(docs.ReadFile(t, envFile)); got != noBinary {
+		t.Error("the rollback block that failed changed the environment file")
+	}
+	if entries, err := os.ReadDir(n.kube); err != nil || len(entries) > 0 {
+		t.Errorf("the rollback block that failed installed %v (%v)", entries, err)
+	}
+
 	// A rollback before the upgrade, from the release of ours of the minor before; then back
 	// to it (the kept file put back), then the upgrade to this release.
 	earlierOurs := "/usr/local/lib/portcullis/" + before + "+portcullis.1/kube-apiserver"
@@ -275,8 +317,24 @@ func TestOperatingSystemdRollback(t *testing.T) {
 	if got := string(docs.ReadFile(t, envFile)); got != pointed {
 		t.Error("going back with a refused file changed the environment file")
 	}
-	// The file this rollback kept: in place.
+	// The cluster upgraded while it ran stock (a later patch): this release is older, refused.
+	later := "v1.%d.99"
+	later = fmt.Sprintf(later, minor)
+	writeFile(t, filepath.Join(n.kube, later, "kube-apiserver"), "#!/bin/sh\necho 'Kubernetes "+later+"'\n")
+	if err := os.Chmod(filepath.Join(n.kube, later, "kube-apiserver"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := setEnv(t, pointed, "KUBE_APISERVER_BINARY", "/usr/local/lib/kubernetes/"+later+"/kube-apiserver")
+	writeEnv(upgraded)
 	writeFile(t, kept, n.env)
+	if stdout, stderr, err := docs.Exec(t, back, n.opts); !errors.As(err, &exit) || !strings.Contains(stdout, "Kubernetes "+kube+", older than "+later) {
+		t.Errorf("going back after an upgrade on stock: error %v, want preflight refusing this release as older than %s\n%s\n%s", err, later, stdout, stderr)
+	}
+	if got := string(docs.ReadFile(t, envFile)); got != upgraded {
+		t.Error("going back with a refused file changed the environment file")
+	}
+	// The file this rollback kept, on the version the node runs: in place.
+	writeEnv(pointed)
 	docs.Run(t, back, n.opts)
 	if got := string(docs.ReadFile(t, envFile)); got != n.env {
 		t.Error("going back did not put the kept environment file in place")

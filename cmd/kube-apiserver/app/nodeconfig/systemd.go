@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,6 +176,12 @@ func withoutEnvWrapper(program string, args []string) (string, []string) {
 	return args[0], args[1:]
 }
 
+// unitLists are the [Unit] and [Install] settings that list units.
+var unitLists = regexp.MustCompile(`^Unit\.(After|Before|Requires|Wants|BindsTo|Requisite|PartOf|Upholds|Conflicts|OnFailure|OnSuccess|PropagatesReloadTo|ReloadPropagatedFrom|JoinsNamespaceOf)$|^Install\.(WantedBy|RequiredBy|UpheldBy|Also|Alias)$`)
+
+// IsUnitList reports whether a setting of Dependencies ("Unit.After") lists units.
+func IsUnitList(name string) bool { return unitLists.MatchString(name) }
+
 // parseUnit adds the [Service] settings of a unit file or drop-in to settings, in order,
 // line continuations joined, and the file of each assignment to sources; an empty assignment
 // resets a setting, as in systemd (for the capability settings, to the empty set: it is kept
@@ -214,10 +221,20 @@ func parseUnit(path string, settings, sources, dependencies map[string][]string)
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if section != "[Service]" {
 			key = strings.Trim(section, "[]") + "." + key
-			if value == "" {
-				delete(dependencies, key)
-			} else {
+			switch {
+			case value != "":
 				dependencies[key] = append(dependencies[key], value)
+			case IsUnitList(key):
+				// systemd resets no list of units: an empty assignment adds nothing.
+			case strings.HasPrefix(key, "Unit.Condition") || strings.HasPrefix(key, "Unit.Assert"):
+				// An empty condition resets every condition (or assertion), of any kind.
+				family := "Unit.Condition"
+				if strings.HasPrefix(key, "Unit.Assert") {
+					family = "Unit.Assert"
+				}
+				maps.DeleteFunc(dependencies, func(k string, _ []string) bool { return strings.HasPrefix(k, family) })
+			default:
+				delete(dependencies, key)
 			}
 			continue
 		}

@@ -231,6 +231,8 @@ func NewCommand() *cobra.Command {
 					report.checkUnitProgram(unit, service)
 					if rollback {
 						report.checkRollbackProgram(service, runningService, kubernetesVersion, version.Get().GitVersion)
+					} else if runningService != nil {
+						report.checkUnitNotOlder(runningUnit, service, runningService)
 					}
 				}
 				if running != nil {

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -107,49 +108,48 @@ func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeco
 	}
 }
 
-// unitDependencyLists are the [Unit] and [Install] settings whose values are lists of units
-// or conditions, each kept or not on its own; unitDependenciesUnjudged change nothing in how
-// the server starts.
-var (
-	unitDependencyLists      = regexp.MustCompile(`^Unit\.(After|Before|Requires|Wants|BindsTo|Requisite|PartOf|Upholds|Conflicts|OnFailure|OnSuccess|Condition.*|Assert.*)$|^Install\.(WantedBy|RequiredBy|UpheldBy|Also|Alias)$`)
-	unitDependenciesUnjudged = map[string]bool{"Unit.Description": true, "Unit.Documentation": true}
-)
+// unitDependenciesUnjudged change nothing in how the server starts.
+var unitDependenciesUnjudged = map[string]bool{"Unit.Description": true, "Unit.Documentation": true}
 
 // compareDependencies reports what the new unit changes in when and with what the server
-// starts: a unit the running one is ordered after, requires, wants, conflicts with or is
-// wanted by ([Unit], [Install]), or a condition it checks, gone from the new unit, and any
-// other such setting (StartLimitBurst=, DefaultDependencies=, ...) gone or changed, are
-// problems; what the new unit adds is a note (the kit's unit waits for network-online.target).
+// starts ([Unit], [Install]): a unit the running one is ordered after, requires, wants,
+// conflicts with or is wanted by, or a condition it checks, gone from the new unit, is a
+// problem; a target gone (network.target, multi-user.target: systemd's synchronization points,
+// which the kit's unit orders itself by in its own way), a setting such as StartLimitBurst=
+// gone or changed, and what the new unit adds are notes.
 func (r *PreflightReport) compareDependencies(runningPath string, running, next *nodeconfig.SystemdService) {
 	const hint = "carry it over in a drop-in of the new unit, or take it out of the running unit first if it is meant to go"
 	label := func(name string) string {
 		section, key, _ := strings.Cut(name, ".")
 		return "[" + section + "] " + key
 	}
+	isList := func(name string) bool {
+		return nodeconfig.IsUnitList(name) || strings.HasPrefix(name, "Unit.Condition") || strings.HasPrefix(name, "Unit.Assert")
+	}
 	items := func(name string, values []string) []string {
-		if strings.HasPrefix(name, "Unit.Condition") || strings.HasPrefix(name, "Unit.Assert") {
-			return values
+		if nodeconfig.IsUnitList(name) {
+			return strings.Fields(strings.Join(values, " "))
 		}
-		return strings.Fields(strings.Join(values, " "))
+		return values
 	}
 	for _, name := range slices.Sorted(maps.Keys(running.Dependencies)) {
 		if unitDependenciesUnjudged[name] {
 			continue
 		}
 		before, after := running.Dependencies[name], next.Dependencies[name]
-		if !unitDependencyLists.MatchString(name) {
-			switch was, is := unitValue(name, before), unitValue(name, after); {
-			case was == is:
-			case len(after) == 0:
-				r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", label(name), strings.Join(before, " "), runningPath, hint)
-			default:
-				r.problem("%s= changes from %s (the running unit %s's) to %s: %s", label(name), strings.Join(before, " "), runningPath, strings.Join(after, " "), hint)
+		if !isList(name) {
+			if was, is := unitValue(name, before), unitValue(name, after); was != is {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s=%s, which the running unit %s sets, is %s in the new unit", label(name), strings.Join(before, " "), runningPath, cmp.Or(strings.Join(after, " "), "not set")))
 			}
 			continue
 		}
 		kept := items(name, after)
 		for _, item := range items(name, before) {
-			if !slices.Contains(kept, item) {
+			switch {
+			case slices.Contains(kept, item):
+			case nodeconfig.IsUnitList(name) && strings.HasSuffix(item, ".target"):
+				r.Notes = append(r.Notes, fmt.Sprintf("%s=%s, which the running unit %s has, is not in the new unit", label(name), item, runningPath))
+			default:
 				r.problem("%s=%s, which the running unit %s has, is gone from the new unit: it changes when or with what the server starts; %s", label(name), item, runningPath, hint)
 			}
 		}
@@ -158,14 +158,17 @@ func (r *PreflightReport) compareDependencies(runningPath string, running, next 
 		if unitDependenciesUnjudged[name] {
 			continue
 		}
+		if !isList(name) {
+			if _, ok := running.Dependencies[name]; !ok {
+				r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", label(name), strings.Join(next.Dependencies[name], " "), runningPath))
+			}
+			continue
+		}
 		had := items(name, running.Dependencies[name])
 		for _, item := range items(name, next.Dependencies[name]) {
-			if !slices.Contains(had, item) && unitDependencyLists.MatchString(name) {
+			if !slices.Contains(had, item) {
 				r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not have", label(name), item, runningPath))
 			}
-		}
-		if _, ok := running.Dependencies[name]; !ok && !unitDependencyLists.MatchString(name) {
-			r.Notes = append(r.Notes, fmt.Sprintf("the new unit adds %s=%s, which the running unit %s does not set", label(name), strings.Join(next.Dependencies[name], " "), runningPath))
 		}
 	}
 }
@@ -274,6 +277,28 @@ func (r *PreflightReport) checkRollbackProgram(service, running *nodeconfig.Syst
 		r.problem("--rollback, but the unit runs %s, a Portcullis release (%s): point ExecStart (KUBE_APISERVER_BINARY in the kit's environment file) at stock kube-apiserver %s (docs/operating.md, 4)", service.Program, got, want)
 	case got != want:
 		r.problem("--rollback: the unit runs %s, stock kube-apiserver %s, not %s, the version the node runs (%s): a rollback must not change the version (an older API server than the controller manager, scheduler and kubelets breaks the version-skew policy); install stock kube-apiserver %s and point the unit at it (docs/operating.md, 4)", service.Program, got, want, from, want)
+	}
+}
+
+// checkUnitNotOlder reports, outside a rollback, a unit whose program runs an older
+// Kubernetes than the running unit's (--running-unit): going back to a release of ours after
+// the cluster was upgraded on stock would start the release of the version before, and an API
+// server older than the controller manager, scheduler and kubelets breaks the version-skew
+// policy. A program that does not say its version is left to the other checks.
+func (r *PreflightReport) checkUnitNotOlder(runningPath string, service, running *nodeconfig.SystemdService) {
+	next, err := programVersion(service.Program)
+	if err != nil {
+		return
+	}
+	now, err := programVersion(running.Program)
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("the running unit's program does not say its version (%v): preflight cannot tell whether %s, Kubernetes %s, is older than what the node runs", err, service.Program, next))
+		return
+	}
+	nextKube, _, _ := strings.Cut(next, "+")
+	nowKube, _, _ := strings.Cut(now, "+")
+	if nextKube != nowKube && olderOrNewer(nextKube, nowKube) == "older than" {
+		r.problem("the unit runs %s, Kubernetes %s, older than %s, which the running unit %s runs (%s): the API server must not go back a version; point ExecStart (KUBE_APISERVER_BINARY in the kit's environment file) at the release of ours for %s (docs/operating.md, 2b, 4)", service.Program, nextKube, nowKube, runningPath, running.Program, nowKube)
 	}
 }
 

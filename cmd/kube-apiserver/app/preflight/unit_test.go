@@ -147,6 +147,43 @@ func TestCheckRollbackProgram(t *testing.T) {
 	}
 }
 
+// TestCheckUnitNotOlder: outside a rollback, the new unit must not run an older Kubernetes
+// than the running one (going back to ours after an upgrade on stock).
+func TestCheckUnitNotOlder(t *testing.T) {
+	dir := t.TempDir()
+	program := func(name, version string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\necho 'Kubernetes "+version+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ours := program("ours", "v1.37.2+portcullis.1")
+	for _, tc := range []struct {
+		name, running string
+		wantProblem   string
+	}{
+		{name: "stock of the same version (the swap)", running: program("stock", "v1.37.2")},
+		{name: "an earlier release of ours (an upgrade)", running: program("earlier", "v1.36.5+portcullis.1")},
+		{name: "stock of a later patch (going back after an upgrade)", running: program("later-patch", "v1.37.3"),
+			wantProblem: "Kubernetes v1.37.2, older than v1.37.3, which the running unit RUNNING runs"},
+		{name: "stock of a later minor", running: program("later-minor", "v1.38.0"),
+			wantProblem: "older than v1.38.0"},
+		{name: "a running program that does not say", running: filepath.Join(dir, "missing")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &PreflightReport{}
+			r.checkUnitNotOlder("RUNNING", &nodeconfig.SystemdService{Program: ours}, &nodeconfig.SystemdService{Program: tc.running})
+			switch {
+			case tc.wantProblem == "" && len(r.Problems) > 0:
+				t.Errorf("want no problem, got %q", r.Problems)
+			case tc.wantProblem != "" && (len(r.Problems) != 1 || !strings.Contains(r.Problems[0], tc.wantProblem)):
+				t.Errorf("want one problem saying %q, got %q", tc.wantProblem, r.Problems)
+			}
+		})
+	}
+}
+
 func TestCompareUnits(t *testing.T) {
 	// An operator's unit: its own user, limits, restart policy and proxy.
 	const running = `[Service]
@@ -226,7 +263,7 @@ SetCredential=token:secret
 // sections too; what the running unit starts after, requires or is wanted by must stay.
 func TestCompareDependencies(t *testing.T) {
 	const service = "[Service]\nExecStart=/usr/local/bin/kube-apiserver --secure-port=6443\n"
-	const running = "[Unit]\nDescription=the API server\nAfter=network-online.target etcd.service\nRequires=etcd.service\n" +
+	const running = "[Unit]\nDescription=the API server\nAfter=network.target etcd.service\nRequires=etcd.service\n" +
 		"ConditionPathExists=/etc/kubernetes/pki/apiserver.crt\nStartLimitBurst=10\n" + service + "[Install]\nWantedBy=multi-user.target\n"
 	// The kit's: its own description, network-online.target, multi-user.target.
 	const kit = "[Unit]\nDescription=Kubernetes API server (Portcullis)\nWants=network-online.target\nAfter=network-online.target\n" + service + "[Install]\nWantedBy=multi-user.target\n"
@@ -241,12 +278,18 @@ func TestCompareDependencies(t *testing.T) {
 				"[Unit] After=etcd.service, which the running unit RUNNING has, is gone from the new unit",
 				"[Unit] ConditionPathExists=/etc/kubernetes/pki/apiserver.crt, which the running unit RUNNING has, is gone",
 				"[Unit] Requires=etcd.service, which the running unit RUNNING has, is gone",
-				"[Unit] StartLimitBurst=10, which the running unit RUNNING sets, is gone from the new unit",
 			},
-			wantNotes: []string{"the new unit adds [Unit] Wants=network-online.target, which the running unit RUNNING does not have"}},
+			// A target and a start limit: notes.
+			wantNotes: []string{
+				"the new unit adds [Unit] Wants=network-online.target, which the running unit RUNNING does not have",
+				"[Unit] After=network.target, which the running unit RUNNING has, is not in the new unit",
+				"[Unit] StartLimitBurst=10, which the running unit RUNNING sets, is not set in the new unit",
+			}},
 		{name: "carried over in a drop-in", next: kit, wantNotes: []string{"the new unit adds [Unit] Wants=network-online.target"}},
-		{name: "reset by a drop-in", next: running + "[Install]\nWantedBy=\n",
-			wantProblems: []string{"[Install] WantedBy=multi-user.target, which the running unit RUNNING has, is gone"}},
+		// systemd resets no list of units; an empty condition resets every condition.
+		{name: "an empty dependency in a drop-in changes nothing", next: running + "[Unit]\nRequires=\n"},
+		{name: "an empty condition resets them all", next: running + "[Unit]\nConditionPathIsDirectory=\n",
+			wantProblems: []string{"[Unit] ConditionPathExists=/etc/kubernetes/pki/apiserver.crt, which the running unit RUNNING has, is gone"}},
 	}
 	dir := t.TempDir()
 	before, err := nodeconfig.ReadSystemdUnit(writeFile(t, dir, "running-kube-apiserver.service", running))

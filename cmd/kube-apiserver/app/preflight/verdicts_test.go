@@ -52,9 +52,10 @@ func TestPreflightVerdictParts(t *testing.T) {
 			name:    "initializers and presets enforcing",
 			plugins: "NodeRestriction,Initializers,PodPreset",
 			wantRefusals: []string{
-				"Initializers (enforcing): a create that names its pending initializers",
+				"Initializers (enforcing): while the server starts, every create",
+				"a create that names its pending initializers",
 				"removing a pending pod's scheduling gate",
-				"PodPreset (enforcing): new pods while the server starts",
+				"PodPreset (enforcing): new pods",
 			},
 		},
 		{
