@@ -44,6 +44,9 @@ type DispatchResult struct {
 	// Profiles are ours' and stock's CPU profiles under the largest number of patching
 	// mutating webhooks.
 	Profiles []DispatchProfile
+	// CallAlone are, by configuration as in Overhead, a run per repetition of the calls to
+	// the configuration's first webhook made alone (timeCallsAlone), less its handling.
+	CallAlone [][]*Latencies
 }
 
 // DispatchConfigRuns are one configuration's runs on one server.
@@ -447,6 +450,7 @@ func measureOverhead(ctx context.Context, env *environment, servers map[string]*
 		}
 		result.Overhead[name] = runs
 	}
+	result.CallAlone = make([][]*Latencies, len(configs))
 	order := []string{oursServer, oursDefaultServer, stockServer}
 	defer webhooks.stopSpending()
 	for rep := range opts.Repetitions {
@@ -485,6 +489,17 @@ func measureOverhead(ctx context.Context, env *environment, servers map[string]*
 				runs := &result.Overhead[name][i]
 				runs.Runs, runs.Baseline, runs.ServerSide = append(runs.Runs, with), append(runs.Baseline, without), append(runs.ServerSide, side)
 			}
+			first := immediatePath(c.kind, 0)
+			review, err := webhooks.reviewSent(first)
+			if err != nil {
+				return err
+			}
+			alone, err := timeCallsAlone(ctx, webhooks, first, review, opts.Load.Creates)
+			if err != nil {
+				return fmt.Errorf("%d %s, repetition %d, the call alone: %w", c.webhooks, c.kind, rep+1, err)
+			}
+			env.progressf("dispatch repetition %d/%d, %d %s: the call alone %s", rep+1, opts.Repetitions, c.webhooks, c.kind, alone.Percentile(50).Round(time.Microsecond))
+			result.CallAlone[i] = append(result.CallAlone[i], alone)
 		}
 	}
 	return nil

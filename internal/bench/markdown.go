@@ -292,6 +292,7 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 	serverP50 := func(c DispatchConfigRuns) []float64 {
 		return values(c.ServerSide, func(l *Latencies) float64 { return l.Percentile(50).Seconds() })
 	}
+	stockAtServer := make([][]float64, len(ours))
 	for i := range ours {
 		row := fmt.Sprintf("%d %s", ours[i].Webhooks, ours[i].Kind)
 		var cells []string
@@ -311,6 +312,7 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 			ratio := summarize(ratios)
 			cells = append(cells, formatRatio(ratio), formatSignedSeconds(summarize(oursPer)), formatSignedSeconds(summarize(stockPer)))
 			if len(cells) == 3 {
+				stockAtServer[i] = stockPer
 				goal := validatingOverheadGoal
 				if ours[i].Kind != validatingKind {
 					goal = mutatingOverheadGoal
@@ -329,6 +331,9 @@ func writeDispatch(b *bytes.Buffer, r *Results) error {
 		defaultRatio := summarize(defaultRatios)
 		cells = append(cells, formatRatio(defaultRatio), withinNoise(defaultRatio))
 		fmt.Fprintf(b, "| %d | %s | %s |\n", ours[i].Webhooks, dispatchKindLabel(ours[i].Kind), strings.Join(cells, " | "))
+	}
+	if err := writeCallAlone(b, d, stockAtServer); err != nil {
+		return err
 	}
 	if err := writeDispatchProfiles(b, d); err != nil {
 		return err
@@ -427,6 +432,42 @@ func dispatchKindLabel(kind string) string {
 		return "mutating, no patch"
 	}
 	return kind
+}
+
+// writeCallAlone renders the calls made alone beside stock's overhead per webhook at the API
+// server (stockAtServer, by configuration and repetition, in seconds).
+func writeCallAlone(b *bytes.Buffer, d *DispatchResult, stockAtServer [][]float64) error {
+	o := d.Options
+	if len(d.CallAlone) != len(stockAtServer) {
+		return fmt.Errorf("table 5: %d configurations' calls alone for %d configurations", len(d.CallAlone), len(stockAtServer))
+	}
+	fmt.Fprintf(b, "\nThe call alone: after each configuration's runs, the harness's own process makes the call to the configuration's "+
+		"first webhook as upstream's dispatchers make it (a client from `webhookutil.ClientManager`: client-go's REST client, JSON, "+
+		"HTTP/2 over TLS), posting the last review that webhook received, %s times one after another, with no API server around it. Its "+
+		"time less the webhook's handling (p50, median of the repetitions, range) is what one call costs its caller at least. Mutating "+
+		"webhooks are called one after another, so a dispatch that makes this call once per webhook spends at least this per mutating "+
+		"webhook at the API server: the call alone ÷ stock's overhead there (paired by repetition) is the least that ours ÷ stock can "+
+		"be. Validating webhooks are called in parallel; with more than one, the bound does not apply (—).\n\n", thousands(o.Load.Creates))
+	b.WriteString("| webhooks | kind | the call alone, p50 | ÷ stock's overhead per webhook at the API server | goal |\n|---|---|---|---|---|\n")
+	ours := d.Overhead[oursServer]
+	for i, runs := range d.CallAlone {
+		c := ours[i]
+		alone := values(runs, func(l *Latencies) float64 { return l.Percentile(50).Seconds() })
+		bound, goal := "—", "—"
+		if c.Kind != validatingKind || c.Webhooks == 1 {
+			ratios, err := pairedRatios(alone, stockAtServer[i])
+			if err != nil {
+				return fmt.Errorf("table 5, the call alone, %d %s: %w", c.Webhooks, c.Kind, err)
+			}
+			bound = formatRatio(summarize(ratios))
+			goal = fmt.Sprintf("≤ %.1f", validatingOverheadGoal)
+			if c.Kind != validatingKind {
+				goal = fmt.Sprintf("≤ %.1f", mutatingOverheadGoal)
+			}
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", c.Webhooks, dispatchKindLabel(c.Kind), formatSeconds(summarize(alone)), bound, goal)
+	}
+	return nil
 }
 
 // writeDispatchProfiles renders where ours' and stock's CPU went under the mutating dispatch.

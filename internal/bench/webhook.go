@@ -56,6 +56,8 @@ type webhookServer struct {
 	// spent is what the immediate webhooks spent on each object, by its name, from each
 	// handler's start to its answer written; nil (nothing recorded) until takeSpent.
 	spent map[string]Spent
+	// lastReview is the last review each immediate webhook received, by path, as sent.
+	lastReview map[string][]byte
 }
 
 // Spent is what the webhooks spent on one object's requests: each call's handling, from
@@ -103,6 +105,8 @@ func startWebhookServer(dir string, hold time.Duration) (*webhookServer, error) 
 		caBundle: caPEM,
 		hold:     hold,
 		calls:    map[string]int{},
+
+		lastReview: map[string][]byte{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(securityContextDenyPath, s.serveSecurityContextDeny)
@@ -196,11 +200,14 @@ func immediatePath(kind string, i int) string {
 // the request's time at the API server is the create's latency less that.
 func (s *webhookServer) serveImmediate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	review, ok := readReview(w, r)
+	review, body, ok := readReviewBody(w, r)
 	if !ok {
 		return
 	}
 	s.count(r.URL.Path)
+	s.mu.Lock()
+	s.lastReview[r.URL.Path] = body
+	s.mu.Unlock()
 	defer func() { s.spend(review.Request.Name, start) }()
 	response := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
 	if strings.HasPrefix(r.URL.Path, immediatePathPrefix+mutatingKind+"/") {
@@ -330,21 +337,38 @@ func securityContextViolations(pod *corev1.Pod, subresource string) []string {
 // readReview decodes an admission.k8s.io/v1 AdmissionReview, answering 400 itself when it
 // cannot.
 func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, bool) {
+	review, _, ok := readReviewBody(w, r)
+	return review, ok
+}
+
+// readReviewBody is readReview, also returning the review as sent.
+func readReviewBody(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, []byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes))
 	if err != nil {
 		http.Error(w, "reading the review: "+err.Error(), http.StatusBadRequest)
-		return nil, false
+		return nil, nil, false
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
 		http.Error(w, "decoding the review: "+err.Error(), http.StatusBadRequest)
-		return nil, false
+		return nil, nil, false
 	}
 	if review.Request == nil {
 		http.Error(w, "the review has no request", http.StatusBadRequest)
-		return nil, false
+		return nil, nil, false
 	}
-	return &review, true
+	return &review, body, true
+}
+
+// reviewSent returns the last review the webhook at path received, as sent.
+func (s *webhookServer) reviewSent(path string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	body, ok := s.lastReview[path]
+	if !ok {
+		return nil, fmt.Errorf("%s has received no review", path)
+	}
+	return body, nil
 }
 
 func writeReview(w http.ResponseWriter, response *admissionv1.AdmissionResponse) {

@@ -160,6 +160,14 @@ func TestHarness(t *testing.T) {
 				t.Errorf("%s, fast deny: %v latencies, want %d", server, l, d.Options.SlowCreates)
 			}
 		}
+		if len(d.CallAlone) != 3*len(dispatchWebhooks) {
+			t.Errorf("%d configurations' calls alone, want %d", len(d.CallAlone), 3*len(dispatchWebhooks))
+		}
+		for i, runs := range d.CallAlone {
+			if len(runs) != 1 || runs[0].Count() != d.Options.Load.Creates || runs[0].Percentile(50) <= 0 {
+				t.Errorf("configuration %d, the call alone: %d runs (want 1) of %v calls (want %d, each positive less the webhook's handling)", i, len(runs), runs, d.Options.Load.Creates)
+			}
+		}
 		if len(d.Profiles) != 2 {
 			t.Fatalf("%d profiles, want ours and stock's", len(d.Profiles))
 		}
