@@ -182,6 +182,20 @@ var unitLists = regexp.MustCompile(`^Unit\.(After|Before|Requires|Wants|BindsTo|
 // IsUnitList reports whether a setting of Dependencies ("Unit.After") lists units.
 func IsUnitList(name string) bool { return unitLists.MatchString(name) }
 
+// IsCondition reports whether a setting of Dependencies is a condition or an assertion
+// ("Unit.ConditionPathExists"), each assignment one check.
+func IsCondition(name string) bool { return conditionFamily(name) != "" }
+
+// conditionFamily is "Unit.Condition" or "Unit.Assert" for the settings of either, else "".
+func conditionFamily(name string) string {
+	for _, family := range []string{"Unit.Condition", "Unit.Assert"} {
+		if strings.HasPrefix(name, family) {
+			return family
+		}
+	}
+	return ""
+}
+
 // parseUnit adds the [Service] settings of a unit file or drop-in to settings, in order,
 // line continuations joined, and the file of each assignment to sources; an empty assignment
 // resets a setting, as in systemd (for the capability settings, to the empty set: it is kept
@@ -226,13 +240,10 @@ func parseUnit(path string, settings, sources, dependencies map[string][]string)
 				dependencies[key] = append(dependencies[key], value)
 			case IsUnitList(key):
 				// systemd resets no list of units: an empty assignment adds nothing.
-			case strings.HasPrefix(key, "Unit.Condition") || strings.HasPrefix(key, "Unit.Assert"):
+			case conditionFamily(key) != "":
 				// An empty condition resets every condition (or assertion), of any kind.
-				family := "Unit.Condition"
-				if strings.HasPrefix(key, "Unit.Assert") {
-					family = "Unit.Assert"
-				}
-				maps.DeleteFunc(dependencies, func(k string, _ []string) bool { return strings.HasPrefix(k, family) })
+				family := conditionFamily(key)
+				maps.DeleteFunc(dependencies, func(k string, _ []string) bool { return conditionFamily(k) == family })
 			default:
 				delete(dependencies, key)
 			}

@@ -59,6 +59,10 @@ func (r *PreflightReport) checkUnitProgram(unitPath string, service *nodeconfig.
 // writes and binds.
 var unitSettingsJudgedElsewhere = regexp.MustCompile(`^(ExecStart|Environment|EnvironmentFile|Type|Protect.*|Private.*|Restrict.*|SystemCall.*|ReadWritePaths|ReadOnlyPaths|InaccessiblePaths|ExecPaths|NoExecPaths|(Logs|State|Cache|Runtime|Configuration)Directory(Mode)?|NoNewPrivileges|CapabilityBoundingSet|AmbientCapabilities|LockPersonality|MemoryDenyWriteExecute|UMask)$`)
 
+// unitChangeHint is what to do about a setting or dependency of the running unit the new one
+// drops or changes.
+const unitChangeHint = "carry it over in a drop-in of the new unit, or take it out of the running unit first if it is meant to go"
+
 // compareUnits reports what the new unit changes in how the running one runs the server,
 // besides its flags (compareFlags): a setting of the running unit (User=, Group=, the
 // Limit*= and resource settings, Restart=, the timeouts, SyslogIdentifier=, ...) gone or
@@ -68,7 +72,6 @@ var unitSettingsJudgedElsewhere = regexp.MustCompile(`^(ExecStart|Environment|En
 // them (unitValue). Values of environment variables and of credential settings are not
 // printed: they may hold a password.
 func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeconfig.SystemdService) {
-	const hint = "carry it over in a drop-in of the new unit, or take it out of the running unit first if it is meant to go"
 	shown := func(name string, values []string) string {
 		if strings.Contains(name, "Credential") {
 			return "(a credential, not shown)"
@@ -83,9 +86,9 @@ func (r *PreflightReport) compareUnits(runningPath string, running, next *nodeco
 		switch was, is := unitValue(name, before), unitValue(name, after); {
 		case was == is:
 		case len(after) == 0:
-			r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", name, shown(name, before), runningPath, hint)
+			r.problem("%s=%s, which the running unit %s sets, is gone from the new unit: %s", name, shown(name, before), runningPath, unitChangeHint)
 		default:
-			r.problem("%s= changes from %s (the running unit %s's) to %s: %s", name, shown(name, before), runningPath, shown(name, after), hint)
+			r.problem("%s= changes from %s (the running unit %s's) to %s: %s", name, shown(name, before), runningPath, shown(name, after), unitChangeHint)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(next.Settings)) {
@@ -118,13 +121,12 @@ var unitDependenciesUnjudged = map[string]bool{"Unit.Description": true, "Unit.D
 // which the kit's unit orders itself by in its own way), a setting such as StartLimitBurst=
 // gone or changed, and what the new unit adds are notes.
 func (r *PreflightReport) compareDependencies(runningPath string, running, next *nodeconfig.SystemdService) {
-	const hint = "carry it over in a drop-in of the new unit, or take it out of the running unit first if it is meant to go"
 	label := func(name string) string {
 		section, key, _ := strings.Cut(name, ".")
 		return "[" + section + "] " + key
 	}
 	isList := func(name string) bool {
-		return nodeconfig.IsUnitList(name) || strings.HasPrefix(name, "Unit.Condition") || strings.HasPrefix(name, "Unit.Assert")
+		return nodeconfig.IsUnitList(name) || nodeconfig.IsCondition(name)
 	}
 	items := func(name string, values []string) []string {
 		if nodeconfig.IsUnitList(name) {
@@ -150,7 +152,7 @@ func (r *PreflightReport) compareDependencies(runningPath string, running, next 
 			case nodeconfig.IsUnitList(name) && strings.HasSuffix(item, ".target"):
 				r.Notes = append(r.Notes, fmt.Sprintf("%s=%s, which the running unit %s has, is not in the new unit", label(name), item, runningPath))
 			default:
-				r.problem("%s=%s, which the running unit %s has, is gone from the new unit: it changes when or with what the server starts; %s", label(name), item, runningPath, hint)
+				r.problem("%s=%s, which the running unit %s has, is gone from the new unit: it changes when or with what the server starts; %s", label(name), item, runningPath, unitChangeHint)
 			}
 		}
 	}
